@@ -1,0 +1,5 @@
+"""`python -m chronomem` runs the CLI."""
+
+from chronomem.cli import main
+
+raise SystemExit(main())

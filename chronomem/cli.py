@@ -1,0 +1,165 @@
+"""The `chronomem` command: `serve`, the five tools from the shell, and `demo`.
+
+argparse (standard library) rather than a CLI framework: it costs nothing at start-up,
+which matters for `serve`, whose client waits on `initialize`. Human-readable output by
+default, `--json` for scripts; a bad input prints one `error:` line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from chronomem import __version__
+from chronomem.config import Settings
+from chronomem.errors import ChronomemError
+
+EXIT_USAGE = 2
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--store", metavar="PATH", help="store directory (default: $CHRONOMEM_HOME or the user data dir)")
+    common.add_argument("--project", help="project scope (default: $CHRONOMEM_PROJECT or the git repository)")
+    common.add_argument("--json", action="store_true", help="print the structured result as JSON")
+    common.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv for debug)")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="chronomem",
+        description="Local-first, bi-temporal long-term memory for coding agents, over MCP.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"chronomem {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
+    p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port for sse/http (default 8765)")
+
+    p = sub.add_parser("remember", parents=[common], help="store a statement (and optional facts)")
+    p.add_argument("content", help="the text to remember; '-' reads standard input")
+    p.add_argument(
+        "--fact",
+        nargs=3,
+        action="append",
+        metavar=("SUBJECT", "PREDICATE", "OBJECT"),
+        help="a structured fact the statement makes (repeatable)",
+    )
+    p.add_argument("--valid-from", help="when it became true (ISO 8601 or '2 days ago'; default now)")
+    p.add_argument("--tag", action="append", dest="tags", help="a label (repeatable)")
+    p.add_argument("--path", action="append", dest="paths", help="a file it is about (repeatable)")
+
+    for name, help_text in (("recall", "what is true and remembered now"), ("as-of", "what was true at a time")):
+        p = sub.add_parser(name, parents=[common], help=help_text)
+        p.add_argument("query")
+        if name == "as-of":
+            p.add_argument("--at", required=True, help="ISO 8601 date/time or a phrase like '3 weeks ago'")
+            p.add_argument("--known-at", help="as recorded at this time (default now)")
+        p.add_argument("-k", "--limit", type=int, default=10)
+        p.add_argument("--budget-tokens", type=int)
+        p.add_argument("--scope", choices=["project", "global", "both", "all"], default="project")
+        p.add_argument("--kind", action="append", dest="kinds", choices=["fact", "chunk"])
+
+    p = sub.add_parser("forget", parents=[common], help="end a memory's validity (nothing is deleted)")
+    p.add_argument("id")
+    p.add_argument("--reason")
+    p.add_argument("--retract", action="store_true", help="it was never true")
+    p.add_argument("--at", help="when it stopped being true (default now)")
+
+    p = sub.add_parser("history", parents=[common], help="a fact's supersession chain")
+    p.add_argument("id", nargs="?")
+    p.add_argument("--subject")
+    p.add_argument("--predicate")
+
+    sub.add_parser("demo", parents=[common], help="a short story of changing facts in a temporary store")
+    return parser
+
+
+def _setup_logging(verbose: int, settings: Settings) -> None:
+    level = {0: settings.log_level, 1: "INFO"}.get(verbose, "DEBUG")
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.WARNING), format="%(levelname)s %(name)s: %(message)s")
+
+
+def _emit(result: Any, as_json: bool) -> None:
+    if as_json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(result.text())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    settings = Settings.from_env(store=args.store, project=args.project)
+    _setup_logging(args.verbose, settings)
+    try:
+        return _run(args, settings)
+    except ChronomemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from chronomem.service import MemoryService
+
+    if args.command == "demo":
+        from chronomem.demo import run_demo
+
+        return run_demo(settings, as_json=args.json)
+
+    svc = MemoryService(settings)
+    if args.command == "serve":
+        from chronomem.server.transports import serve
+
+        serve(svc, args.transport, host=args.host, port=args.port)
+        return 0
+
+    from chronomem import tools
+
+    if args.command == "remember":
+        content = sys.stdin.read() if args.content == "-" else args.content
+        facts = [{"subject": s, "predicate": p, "object": o} for s, p, o in (args.fact or [])]
+        result: Any = tools.remember(
+            svc, content, valid_from=args.valid_from, facts=facts or None, tags=args.tags, paths=args.paths
+        )
+    elif args.command == "recall":
+        result = tools.recall(
+            svc, args.query, scope=args.scope, limit=args.limit, budget_tokens=args.budget_tokens, kinds=args.kinds
+        )
+    elif args.command == "as-of":
+        result = tools.as_of(
+            svc,
+            args.query,
+            args.at,
+            known_at=args.known_at,
+            scope=args.scope,
+            limit=args.limit,
+            budget_tokens=args.budget_tokens,
+            kinds=args.kinds,
+        )
+    elif args.command == "forget":
+        result = tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
+    elif args.command == "history":
+        result = tools.history(svc, args.id, subject=args.subject, predicate=args.predicate)
+    else:  # pragma: no cover - argparse restricts the choices
+        raise ChronomemError(f"unknown command {args.command}")
+    _emit(result, args.json)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

@@ -1,0 +1,79 @@
+"""Configuration: where the store lives, which model embeds, and the documented limits.
+
+Everything here is read from command-line flags first, then environment variables,
+then defaults. Nothing in this module imports a heavy library.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL_DIM = 384
+
+#: Longest content `remember` accepts, in characters. Longer text is refused, not cut.
+MAX_CONTENT_CHARS = 32_000
+#: Longest query `recall` / `as_of` accept, in characters.
+MAX_QUERY_CHARS = 4_000
+#: Most structured facts one `remember` call may carry.
+MAX_FACTS_PER_CALL = 50
+#: Most results one `recall` may return.
+MAX_LIMIT = 100
+#: How long a tool call waits for the embedding model to load before it gives up.
+DEFAULT_MODEL_WAIT_SECONDS = 120.0
+
+
+def default_store_path() -> Path:
+    """The user's data directory (XDG_DATA_HOME on Linux), never the working directory."""
+    from platformdirs import user_data_path
+
+    return user_data_path("chronomem", appauthor=False) / "store"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings for one store and one server or CLI process."""
+
+    store_path: Path
+    model_name: str = DEFAULT_MODEL
+    model_path: Path | None = None
+    project: str | None = None
+    model_wait_seconds: float = DEFAULT_MODEL_WAIT_SECONDS
+    max_content_chars: int = MAX_CONTENT_CHARS
+    log_level: str = "WARNING"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(
+        cls,
+        store: str | os.PathLike[str] | None = None,
+        project: str | None = None,
+        environ: dict[str, str] | None = None,
+    ) -> Settings:
+        env = os.environ if environ is None else environ
+        store_path = Path(store) if store else None
+        if store_path is None and env.get("CHRONOMEM_HOME"):
+            store_path = Path(env["CHRONOMEM_HOME"])
+        if store_path is None:
+            store_path = default_store_path()
+        model_path = env.get("CHRONOMEM_MODEL_PATH")
+        return cls(
+            store_path=store_path.expanduser(),
+            model_name=env.get("CHRONOMEM_MODEL", DEFAULT_MODEL),
+            model_path=Path(model_path).expanduser() if model_path else None,
+            project=project or env.get("CHRONOMEM_PROJECT") or None,
+            model_wait_seconds=_float(env.get("CHRONOMEM_MODEL_WAIT"), DEFAULT_MODEL_WAIT_SECONDS),
+            max_content_chars=int(_float(env.get("CHRONOMEM_MAX_CONTENT_CHARS"), MAX_CONTENT_CHARS)),
+            log_level=env.get("CHRONOMEM_LOG_LEVEL", "WARNING").upper(),
+        )
+
+
+def _float(value: str | None, default: float) -> float:
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        return default

@@ -1,0 +1,124 @@
+"""The `Embedder` interface and its fastembed implementation.
+
+The model loads on a background thread (`start()`), so a server can answer
+`initialize` and `tools/list` at once; `embed()` waits for it up to a bound and
+then fails with a message that says what to do, never hangs and never leaks a
+traceback to the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from chronomem.config import DEFAULT_MODEL, DEFAULT_MODEL_DIM
+from chronomem.errors import ModelUnavailable
+
+log = logging.getLogger(__name__)
+
+_HINT = (
+    "set CHRONOMEM_MODEL_PATH to a folder holding the ONNX export of "
+    "sentence-transformers/all-MiniLM-L6-v2 (model.onnx and tokenizer.json), "
+    "or allow this machine to download it once"
+)
+_REQUIRED_FILES = ("model.onnx", "tokenizer.json", "config.json")
+
+
+class Embedder(Protocol):
+    """Anything that maps texts to unit vectors of a fixed dimension."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class FastEmbedder:
+    """fastembed's ONNX TextEmbedding, from a local folder or fastembed's own download."""
+
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        model_path: Path | None = None,
+        dim: int = DEFAULT_MODEL_DIM,
+        wait_seconds: float = 120.0,
+        threads: int | None = None,
+    ) -> None:
+        self.name = model_name
+        self.dim = dim
+        self.model_path = model_path
+        self.wait_seconds = wait_seconds
+        self.threads = threads
+        self._model: Any = None
+        self._error: ModelUnavailable | None = None
+        self._loaded = threading.Event()
+        self._start_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Begin loading the model on a daemon thread; idempotent."""
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._load, name="chronomem-model", daemon=True)
+                self._thread.start()
+
+    @property
+    def ready(self) -> bool:
+        return self._loaded.is_set() and self._error is None
+
+    def _load(self) -> None:
+        try:
+            self._model = self._build()
+        except ModelUnavailable as exc:
+            self._error = exc
+        except Exception as exc:  # fastembed/onnxruntime raise many types; the caller needs one line
+            log.debug("model load failed", exc_info=True)
+            where = f"from {self.model_path}" if self.model_path else "(download)"
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self._error = ModelUnavailable(f"cannot load embedding model {self.name} {where}: {first}; {_HINT}")
+        finally:
+            self._loaded.set()
+
+    def _build(self) -> Any:
+        if self.model_path is not None:
+            folder = self.model_path
+            if not folder.is_dir():
+                raise ModelUnavailable(f"CHRONOMEM_MODEL_PATH {folder} is not a directory; {_HINT}")
+            missing = [f for f in _REQUIRED_FILES if not (folder / f).is_file()]
+            if missing:
+                raise ModelUnavailable(f"model folder {folder} lacks {', '.join(missing)}; {_HINT}")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from fastembed import TextEmbedding
+
+        kwargs: dict[str, Any] = {"model_name": self.name}
+        if self.model_path is not None:
+            kwargs["specific_model_path"] = str(self.model_path)
+        if self.threads:
+            kwargs["threads"] = self.threads
+        model = TextEmbedding(**kwargs)
+        probe = next(iter(model.embed(["probe"])))
+        if len(probe) != self.dim:
+            raise ModelUnavailable(f"model {self.name} makes {len(probe)}-d vectors, expected {self.dim}")
+        return model
+
+    def wait(self) -> Any:
+        """The loaded model, starting the load if needed; raises ModelUnavailable on failure or timeout."""
+        self.start()
+        if not self._loaded.wait(self.wait_seconds):
+            raise ModelUnavailable(
+                f"the embedding model {self.name} is still loading after {self.wait_seconds:.0f} s "
+                f"(a first download can be slow); retry shortly, or {_HINT}"
+            )
+        if self._error is not None:
+            raise self._error
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        model = self.wait()
+        return [vector.tolist() for vector in model.embed(list(texts), batch_size=64)]

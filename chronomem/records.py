@@ -1,0 +1,140 @@
+"""Record types: one `MemoryRecord` per row of the `memories` table, and the fact input.
+
+A row is *live at (T, K)* when ``valid_at <= T < invalid_at`` (valid time) and
+``created_at <= K < expired_at`` (transaction time); ``None`` means open.
+Changing what we believe never rewrites a row's valid time in place: the old row is
+expired and a *revision* (``revision_of`` = old id) is appended carrying the closed
+interval, so any past state of knowledge can be read back exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Kind = Literal["chunk", "fact"]
+Source = Literal["agent", "rules", "llm", "import"]
+
+UTC = timezone.utc
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id(at: datetime | None = None) -> str:
+    """A ULID: unique, and sortable by the time it was made."""
+    from ulid import ULID
+
+    if at is None:
+        return str(ULID())
+    return str(ULID.from_datetime(at))
+
+
+@dataclass
+class MemoryRecord:
+    """One row of `memories`: a verbatim chunk or an atomic fact, with both time axes."""
+
+    id: str
+    kind: Kind
+    project: str
+    content: str
+    valid_at: datetime
+    created_at: datetime
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    vector: list[float] | None = None
+    embed_model: str | None = None
+    invalid_at: datetime | None = None
+    expired_at: datetime | None = None
+    supersedes: str | None = None
+    revision_of: str | None = None
+    source_ids: list[str] = field(default_factory=list)
+    source: str = "agent"
+    tags: list[str] = field(default_factory=list)
+    salience: float = 1.0
+    confidence: float = 1.0
+    paths: list[str] = field(default_factory=list)
+    commit: str | None = None
+    reason: str | None = None
+
+    def is_valid_at(self, t: datetime) -> bool:
+        return self.valid_at <= t and (self.invalid_at is None or t < self.invalid_at)
+
+    def is_known_at(self, k: datetime) -> bool:
+        return self.created_at <= k and (self.expired_at is None or k < self.expired_at)
+
+    def is_live(self, at: datetime, known_at: datetime) -> bool:
+        return self.is_valid_at(at) and self.is_known_at(known_at)
+
+    def to_row(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> MemoryRecord:
+        names = {f.name for f in fields(cls)}
+        data = {k: v for k, v in row.items() if k in names}
+        for key in ("valid_at", "created_at", "invalid_at", "expired_at"):
+            value = data.get(key)
+            if isinstance(value, datetime):
+                data[key] = value.astimezone(UTC)
+        for key in ("source_ids", "tags", "paths"):
+            data[key] = list(data.get(key) or [])
+        vector = data.get("vector")
+        if vector is not None and not isinstance(vector, list):
+            data["vector"] = list(vector)
+        return cls(**data)
+
+    def copy(self, **changes: Any) -> MemoryRecord:
+        return replace(self, **changes)
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_subject(subject: str) -> str:
+    """Slot key for a subject: case- and whitespace-insensitive."""
+    return _SPACES.sub(" ", subject.strip()).lower()
+
+
+def normalize_predicate(predicate: str) -> str:
+    """Slot key for a predicate: `Test Command`, `test-command` and `test_command` are one slot."""
+    return re.sub(r"[\s\-]+", "_", predicate.strip().lower()).strip("_")
+
+
+def normalize_object(value: str) -> str:
+    """Comparison key for an object value: equal objects reinforce rather than supersede."""
+    return _SPACES.sub(" ", value.strip()).strip(" .`'\"").lower()
+
+
+def fact_sentence(subject: str, predicate: str, obj: str) -> str:
+    """One readable sentence for a fact slot, used as its content and embedded."""
+    return f"{subject} {predicate.replace('_', ' ')}: {obj}"
+
+
+class FactInput(BaseModel):
+    """A structured fact an agent hands to `remember`: (subject, predicate, object)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    subject: str = Field(min_length=1, max_length=500, description="What the fact is about, e.g. the project or a module.")
+    predicate: str = Field(
+        min_length=1, max_length=200, description="The attribute, e.g. `test_command`, `port`, `owner`."
+    )
+    object: str = Field(min_length=1, max_length=4000, description="The value, e.g. `nox -s tests`.")
+    valid_from: str | None = Field(
+        default=None,
+        description="When the fact became true (ISO 8601 or a phrase like '2 days ago'); defaults to the memory's time.",
+    )
+
+    @field_validator("subject", "predicate", "object")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value.strip()

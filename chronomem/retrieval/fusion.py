@@ -1,0 +1,69 @@
+"""Pure scoring functions: weighted reciprocal rank fusion, the abstention gate, token estimates."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+#: The RRF constant from Cormack et al. (2009); larger flattens the rank curve.
+RRF_K = 60
+#: Channel weights for fusion. Equal until the evaluation harness (eval/) tunes them.
+DEFAULT_WEIGHTS: Mapping[str, float] = {"dense": 1.0, "lexical": 1.0}
+#: Below this cosine similarity the best dense match alone is not evidence of relevance.
+DENSE_FLOOR = 0.30
+#: At or above this cosine similarity a dense match is relevant even without lexical overlap.
+DENSE_CONFIDENT = 0.45
+
+
+@dataclass
+class Fused:
+    """One id's fused score and the rank (1-based) it had in each channel that found it."""
+
+    id: str
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+def rrf(
+    rankings: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float] | None = None,
+    k: int = RRF_K,
+) -> list[Fused]:
+    """Weighted reciprocal rank fusion: score(d) = sum over channels c of w_c / (k + rank_c(d)).
+
+    Ties break by the best single rank, then by id, so the order is deterministic.
+    """
+    weights = DEFAULT_WEIGHTS if weights is None else weights
+    fused: dict[str, Fused] = {}
+    for channel, ids in rankings.items():
+        weight = weights.get(channel, 1.0)
+        seen: set[str] = set()
+        for rank, memory_id in enumerate(ids, start=1):
+            if memory_id in seen:
+                continue
+            seen.add(memory_id)
+            entry = fused.setdefault(memory_id, Fused(memory_id, 0.0))
+            entry.score += weight / (k + rank)
+            entry.ranks[channel] = rank
+    return sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.id))
+
+
+def should_abstain(best_dense: float | None, lexical_hits: int) -> bool:
+    """True when neither channel shows the store holds anything relevant.
+
+    A confident dense match suffices; a weaker one needs lexical support; lexical
+    matches alone with no dense support at all (below the floor) are word collisions.
+    """
+    if best_dense is None:
+        return lexical_hits == 0
+    if best_dense >= DENSE_CONFIDENT:
+        return False
+    if best_dense >= DENSE_FLOOR and lexical_hits > 0:
+        return False
+    return True
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free estimate (about 4 characters a token for English and code), never zero."""
+    return max(1, math.ceil(len(text) / 4))

@@ -1,0 +1,248 @@
+"""The MCP server: registers the five tools on an `mcp` 2.x `MCPServer`.
+
+Each tool has a title, a description written for the calling model, MCP annotations
+and forgiving argument names (`text` for `content`, `k` for `limit`, `memory_id` for
+`id`). Results are structured content plus readable text. A `ChronomemError`
+becomes a one-line tool error; anything unexpected is logged to stderr and reported
+in one line, and the server stays up. Blocking work runs on a worker thread so the
+event loop keeps answering.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from chronomem import __version__
+from chronomem.errors import ChronomemError
+from chronomem.records import FactInput
+from chronomem.service import MemoryService
+from chronomem.tools.results import ForgetResult, HistoryResult, RecallResult, RememberResult
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+chronomem is this project's long-term memory. Call `recall` before answering questions about
+the project's commands, conventions, decisions, ports, owners or past bugs; call `remember`
+when you learn something worth keeping (pass structured `facts` when a value can change, so
+the old value is invalidated rather than contradicting the new one). `as_of` answers what was
+true at an earlier time; `history` shows how a fact changed; `forget` ends a memory that is no
+longer true, without deleting it."""
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def _pick(primary: Any, alias: Any, name: str, alias_name: str) -> Any:
+    if primary is not None and alias is not None and primary != alias:
+        raise ToolError(f"pass {name} or {alias_name}, not both")
+    return primary if primary is not None else alias
+
+
+def build_server(svc: MemoryService) -> MCPServer[Any]:
+    """An MCPServer whose tools work through `svc`; the model and store warm up when it starts."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
+        svc.warm_up()
+        yield None
+
+    server: MCPServer[Any] = MCPServer(
+        "chronomem",
+        title="chronomem",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        lifespan=lifespan,
+        log_level=svc.settings.log_level if svc.settings.log_level in _LEVELS else "WARNING",
+    )
+    limiter = anyio.CapacityLimiter(4)
+
+    async def run(fn: Callable[..., R], *args: Any, **kwargs: Any) -> CallToolResult:
+        try:
+            result = await anyio.to_thread.run_sync(partial(fn, svc, *args, **kwargs), limiter=limiter)
+        except ChronomemError as exc:
+            raise ToolError(str(exc)) from None
+        except ToolError:
+            raise
+        except Exception as exc:
+            log.exception("tool %s failed", getattr(fn, "__name__", fn))
+            raise ToolError(f"internal error ({type(exc).__name__}); the server log has details") from None
+        return CallToolResult(
+            content=[TextContent(type="text", text=result.text())],  # type: ignore[attr-defined]
+            structured_content=result.model_dump(mode="json"),
+        )
+
+    from chronomem import tools
+
+    @server.tool(
+        name="remember",
+        title="Remember",
+        annotations=ToolAnnotations(title="Remember", readOnlyHint=False, destructiveHint=False, idempotentHint=False),
+    )
+    async def remember(
+        content: Annotated[str | None, Field(description="The statement to keep, verbatim.")] = None,
+        facts: Annotated[
+            list[FactInput] | None,
+            Field(
+                description="Optional structured facts stated by the content. A fact on the same "
+                "(subject, predicate) with a different object invalidates the older one."
+            ),
+        ] = None,
+        valid_from: Annotated[
+            str | None,
+            Field(description="When it became true: ISO 8601 (2024-05-01) or a phrase ('2 days ago'). Default now."),
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Optional labels for filtering.")] = None,
+        paths: Annotated[list[str] | None, Field(description="Optional files the memory is about.")] = None,
+        project: Annotated[str | None, Field(description="Project scope; default the current project.")] = None,
+        text: Annotated[str | None, Field(description="Alias of content.")] = None,
+    ) -> Annotated[CallToolResult, RememberResult]:
+        """Store something worth remembering about this project, at once.
+
+        Use it for decisions, commands, conventions, versions, ports, owners, bugs and fixes.
+        When the statement sets a value that may change later, also pass `facts`, e.g.
+        content="Tests now run with `nox -s tests`" with
+        facts=[{"subject": "myproject", "predicate": "test_command", "object": "nox -s tests"}];
+        the previous test_command is then invalidated (kept for as_of/history, gone from recall).
+        Returns the new memory's id and what happened to each fact (added, superseded, reinforced).
+        """
+        return await run(
+            tools.remember,
+            _pick(content, text, "content", "text"),
+            project=project,
+            valid_from=valid_from,
+            facts=facts,
+            tags=tags,
+            paths=paths,
+        )
+
+    @server.tool(
+        name="recall",
+        title="Recall",
+        annotations=ToolAnnotations(title="Recall", readOnlyHint=True, destructiveHint=False, idempotentHint=True),
+    )
+    async def recall(
+        query: Annotated[str, Field(description="What you want to know, in words or identifiers.")],
+        limit: Annotated[int | None, Field(description="Most results to return (1-100, default 10).")] = None,
+        budget_tokens: Annotated[
+            int | None, Field(description="Cap on the estimated tokens of returned text.")
+        ] = None,
+        scope: Annotated[
+            str, Field(description="`project` (default), `global`, `both` (project + global) or `all`.")
+        ] = "project",
+        kinds: Annotated[list[str] | None, Field(description="Only `fact` and/or `chunk`.")] = None,
+        project: Annotated[str | None, Field(description="Project scope; default the current project.")] = None,
+        k: Annotated[int | None, Field(description="Alias of limit.")] = None,
+    ) -> Annotated[CallToolResult, RecallResult]:
+        """Look up what is currently true and remembered about this project.
+
+        Call it before answering questions about the project's setup, commands, decisions or
+        history, e.g. query="how do we run the tests". Returns live facts and verbatim memories,
+        best first, each with id, kind, text, valid/recorded times, provenance, score and the
+        channels that matched. When nothing relevant is stored it says so and returns no results
+        (abstained=true) — do not guess then. Superseded values are not returned; use `as_of` or
+        `history` for the past.
+        """
+        return await run(
+            tools.recall,
+            query,
+            project=project,
+            scope=scope,
+            limit=_pick(limit, k, "limit", "k") or 10,
+            budget_tokens=budget_tokens,
+            kinds=kinds,
+        )
+
+    @server.tool(
+        name="as_of",
+        title="Recall as of a time",
+        annotations=ToolAnnotations(title="Recall as of", readOnlyHint=True, destructiveHint=False, idempotentHint=True),
+    )
+    async def as_of(
+        query: Annotated[str, Field(description="What you want to know.")],
+        at: Annotated[str, Field(description="The moment: ISO 8601 (2024-05-01, 2024-05-01T14:00Z) or '3 weeks ago'.")],
+        known_at: Annotated[
+            str | None, Field(description="Answer as chronomem knew it then (transaction time). Default now.")
+        ] = None,
+        limit: Annotated[int | None, Field(description="Most results to return (1-100, default 10).")] = None,
+        budget_tokens: Annotated[int | None, Field(description="Cap on the estimated tokens of returned text.")] = None,
+        scope: Annotated[str, Field(description="`project` (default), `global`, `both` or `all`.")] = "project",
+        kinds: Annotated[list[str] | None, Field(description="Only `fact` and/or `chunk`.")] = None,
+        project: Annotated[str | None, Field(description="Project scope; default the current project.")] = None,
+        k: Annotated[int | None, Field(description="Alias of limit.")] = None,
+    ) -> Annotated[CallToolResult, RecallResult]:
+        """Look up what was true at an earlier time, e.g. "what was the test command in March?"
+
+        Example: query="test command", at="2024-03-15". Answers from the memories valid at `at`
+        (as recorded by `known_at`, default now), including values that were superseded since.
+        Same result shape as `recall`.
+        """
+        return await run(
+            tools.as_of,
+            query,
+            at,
+            known_at=known_at,
+            project=project,
+            scope=scope,
+            limit=_pick(limit, k, "limit", "k") or 10,
+            budget_tokens=budget_tokens,
+            kinds=kinds,
+        )
+
+    @server.tool(
+        name="forget",
+        title="Forget",
+        annotations=ToolAnnotations(title="Forget", readOnlyHint=False, destructiveHint=False, idempotentHint=True),
+    )
+    async def forget(
+        id: Annotated[str | None, Field(description="Id of the memory, from recall/as_of/history.")] = None,
+        reason: Annotated[str | None, Field(description="Why it is no longer true; shown in history.")] = None,
+        retract: Annotated[
+            bool, Field(description="True if it was never true (a mistake), rather than true until now.")
+        ] = False,
+        at: Annotated[str | None, Field(description="When it stopped being true; default now.")] = None,
+        memory_id: Annotated[str | None, Field(description="Alias of id.")] = None,
+    ) -> Annotated[CallToolResult, ForgetResult]:
+        """Mark a memory as no longer true. Nothing is deleted.
+
+        Use it when the user says something stopped being true or was wrong, e.g.
+        id="01J…", reason="we dropped Redis". By default its validity ends now (as_of earlier
+        still returns it); retract=true records that it was never true. Facts derived only
+        from a forgotten memory are forgotten with it.
+        """
+        return await run(tools.forget, _pick(id, memory_id, "id", "memory_id"), reason, retract=retract, at=at)
+
+    @server.tool(
+        name="history",
+        title="History of a fact",
+        annotations=ToolAnnotations(title="History", readOnlyHint=True, destructiveHint=False, idempotentHint=True),
+    )
+    async def history(
+        id: Annotated[str | None, Field(description="Id of any memory in the chain.")] = None,
+        subject: Annotated[str | None, Field(description="Fact subject (with predicate), instead of id.")] = None,
+        predicate: Annotated[str | None, Field(description="Fact predicate (with subject), instead of id.")] = None,
+        project: Annotated[str | None, Field(description="Project scope for subject/predicate.")] = None,
+        memory_id: Annotated[str | None, Field(description="Alias of id.")] = None,
+    ) -> Annotated[CallToolResult, HistoryResult]:
+        """Show how a fact changed over time: every value with its valid interval, oldest first.
+
+        Example: history(subject="myproject", predicate="test_command") → pytest (Jan–Mar),
+        then nox -s tests (Mar–now), with ids, what superseded what, and why each ended.
+        Also accepts the id of any memory from recall; for a plain memory it shows its revisions.
+        """
+        return await run(
+            tools.history, _pick(id, memory_id, "id", "memory_id"), subject=subject, predicate=predicate, project=project
+        )
+
+    return server
+
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

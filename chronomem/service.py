@@ -1,0 +1,103 @@
+"""`MemoryService`: the one object the tools work through — settings, store, embedder, clock, lock.
+
+Opening the store and loading the model are slow (about a second each), so both
+start on background threads (`warm_up`) and every accessor waits for them.
+Writes are serialised in-process by one lock; LanceDB handles other processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+from chronomem.config import DEFAULT_MODEL_DIM, Settings
+from chronomem.embed import Embedder, FastEmbedder
+from chronomem.errors import ChronomemError, StoreError
+from chronomem.project import GLOBAL, detect_project, validate_project
+from chronomem.records import utcnow
+from chronomem.storage import MemoryStore
+
+log = logging.getLogger(__name__)
+
+
+class MemoryService:
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.settings = settings
+        self.embedder: Embedder = embedder or FastEmbedder(
+            model_name=settings.model_name,
+            model_path=settings.model_path,
+            dim=DEFAULT_MODEL_DIM,
+            wait_seconds=settings.model_wait_seconds,
+        )
+        self.clock = clock
+        self.write_lock = threading.RLock()
+        self._store: MemoryStore | None = None
+        self._store_error: ChronomemError | None = None
+        self._store_lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        """Start loading the model and opening the store in the background."""
+        start = getattr(self.embedder, "start", None)
+        if callable(start):
+            start()
+        threading.Thread(target=self._open_quietly, name="chronomem-store", daemon=True).start()
+
+    def _open_quietly(self) -> None:
+        try:
+            self.store
+        except ChronomemError:
+            pass  # reported to the first tool call that needs the store
+
+    @property
+    def store(self) -> MemoryStore:
+        with self._store_lock:
+            if self._store is None:
+                if self._store_error is not None:
+                    raise self._store_error
+                try:
+                    self._store = MemoryStore.open(self.settings.store_path, self.embedder.dim, self.embedder.name)
+                except ChronomemError as exc:
+                    self._store_error = exc
+                    raise
+                except Exception as exc:  # pragma: no cover - defensive: any open failure is one line
+                    log.debug("store open failed", exc_info=True)
+                    self._store_error = StoreError(f"cannot open store {self.settings.store_path}: {exc}")
+                    raise self._store_error from exc
+            return self._store
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def project(self, explicit: str | None = None) -> str:
+        """The project a call is scoped to."""
+        if explicit is not None and explicit != "":
+            return validate_project(explicit)
+        if self.settings.project:
+            return validate_project(self.settings.project)
+        return detect_project(os.getcwd())
+
+    def scope_projects(self, project: str | None, scope: str) -> list[str] | None:
+        """Projects a read covers: `project`, `global`, `both`, or `all` (None = no project filter)."""
+        from chronomem.errors import InvalidInput
+
+        if scope == "all":
+            return None
+        if scope == "global":
+            return [GLOBAL]
+        own = self.project(project)
+        if scope == "project":
+            return [own]
+        if scope == "both":
+            return list(dict.fromkeys([own, GLOBAL]))
+        raise InvalidInput(f"scope must be one of project, global, both, all (got {scope!r})")
+
+    def embed_one(self, text: str) -> list[float]:
+        return self.embedder.embed([text])[0]

@@ -1,0 +1,233 @@
+"""`MemoryStore`: open or create the `memories` table, write rows atomically, search them.
+
+Bi-temporal writes live here because they must be atomic: closing a row's validity
+expires it and appends its revision in one LanceDB commit (`merge_insert` on `id`),
+so a crash leaves either the old state or the new one, never half of each.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from chronomem.errors import StoreError
+from chronomem.records import MemoryRecord, new_id
+from chronomem.storage.filters import Filter
+from chronomem.storage.schema import (
+    EMBED_MODEL_KEY,
+    RESULT_COLUMNS,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    TABLE_NAME,
+    memories_schema,
+)
+
+log = logging.getLogger(__name__)
+
+#: Upper bound on rows any single scan returns; searches use their own small limits.
+SCAN_LIMIT = 1_000_000
+
+
+class MemoryStore:
+    """The `memories` table of one store directory."""
+
+    def __init__(self, path: Path, table: Any, dim: int, embed_model: str) -> None:
+        self.path = path
+        self._table = table
+        self.dim = dim
+        self.embed_model = embed_model
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path: Path | str, dim: int, embed_model: str) -> MemoryStore:
+        """Open the store at `path`, creating it (and the directory) if it does not exist."""
+        os.environ.setdefault("LANCE_LOG", "error")
+        path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise StoreError(f"store path {path} is a file, not a directory: pass --store with a directory")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create store directory {path}: {exc.strerror or exc}") from exc
+        import lancedb
+
+        try:
+            db = lancedb.connect(str(path))
+            if TABLE_NAME in db.list_tables().tables:
+                table = db.open_table(TABLE_NAME)
+                cls._check_schema(path, table.schema, dim)
+            else:
+                table = db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
+        except StoreError:
+            raise
+        except Exception as exc:  # a damaged or foreign directory: say so in one line
+            raise StoreError(
+                f"cannot open the store at {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                " (point --store / CHRONOMEM_HOME at another directory, or move this one aside)"
+            ) from exc
+        store = cls(path, table, dim, embed_model)
+        store.ensure_indexes()
+        return store
+
+    @staticmethod
+    def _check_schema(path: Path, schema: Any, dim: int) -> None:
+        meta = schema.metadata or {}
+        version = meta.get(SCHEMA_VERSION_KEY)
+        if version is None:
+            raise StoreError(f"{path} holds a `{TABLE_NAME}` table that chronomem did not write")
+        if int(version) > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store at {path} has schema version {int(version)}, newer than this chronomem "
+                f"({SCHEMA_VERSION}): upgrade chronomem"
+            )
+        stored_dim = schema.field("vector").type.list_size
+        if stored_dim != dim:
+            model = meta.get(EMBED_MODEL_KEY, b"?").decode()
+            raise StoreError(
+                f"the store at {path} holds {stored_dim}-d vectors from {model}; the configured model makes "
+                f"{dim}-d vectors: use the same model or another store"
+            )
+
+    @property
+    def schema_version(self) -> int:
+        return int((self._table.schema.metadata or {}).get(SCHEMA_VERSION_KEY, b"0"))
+
+    def ensure_indexes(self) -> None:
+        """Create the full-text index on `content` when missing (rows added later are searched flat)."""
+        from lancedb.index import FTS
+
+        names = {idx.name for idx in self._table.list_indices()}
+        if "content_idx" not in names:
+            self._table.create_index("content", config=FTS(), replace=True)
+
+    def optimize(self) -> None:
+        """Fold new rows into the indexes and compact small fragments."""
+        self._table.optimize()
+
+    # ------------------------------------------------------------------ writing
+    def _arrow(self, records: Sequence[MemoryRecord]) -> Any:
+        import pyarrow as pa
+
+        schema = memories_schema(self.dim, self.embed_model)
+        rows = [r.to_row() for r in records]
+        return pa.Table.from_pylist(rows, schema=schema)
+
+    def add(self, records: Sequence[MemoryRecord]) -> None:
+        """Append new rows in one commit."""
+        if records:
+            self._table.add(self._arrow(records))
+
+    def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert new rows and replace existing ones (by id) in one atomic commit."""
+        if not records:
+            return
+        (
+            self._table.merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(self._arrow(records))
+        )
+
+    def set_fields(self, memory_id: str, values: dict[str, Any]) -> None:
+        """Change ranking fields (salience, confidence, source_ids) of one row in place."""
+        allowed = {"salience", "confidence", "source_ids", "tags"}
+        if not set(values) <= allowed:
+            raise ValueError(f"only {sorted(allowed)} may change in place")
+        where = Filter().ids([memory_id]).sql()
+        self._table.update(where=where, values=values)
+
+    # ------------------------------------------------------------------ bi-temporal changes
+    @staticmethod
+    def revision(record: MemoryRecord, *, invalid_at: datetime, now: datetime, reason: str) -> MemoryRecord:
+        """The row that restates `record` with its validity closed at `invalid_at`."""
+        return record.copy(
+            id=new_id(now),
+            invalid_at=invalid_at,
+            created_at=now,
+            expired_at=None,
+            revision_of=record.id,
+            reason=reason,
+        )
+
+    @staticmethod
+    def expired(record: MemoryRecord, *, now: datetime, reason: str) -> MemoryRecord:
+        return record.copy(expired_at=now, reason=reason)
+
+    # ------------------------------------------------------------------ reading
+    def _rows(self, query: Any) -> list[MemoryRecord]:
+        return [MemoryRecord.from_row(row) for row in query.to_list()]
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        rows = self.find(Filter().ids([memory_id]), limit=1)
+        return rows[0] if rows else None
+
+    def find(self, flt: Filter, limit: int = SCAN_LIMIT, with_vectors: bool = False) -> list[MemoryRecord]:
+        query = self._table.search().limit(limit)
+        sql = flt.sql()
+        if sql:
+            query = query.where(sql)
+        if not with_vectors:
+            query = query.select(RESULT_COLUMNS)
+        return self._rows(query)
+
+    def count(self, flt: Filter | None = None) -> int:
+        sql = flt.sql() if flt else None
+        return int(self._table.count_rows(sql) if sql else self._table.count_rows())
+
+    def vector_search(self, vector: Sequence[float], flt: Filter, limit: int) -> list[tuple[MemoryRecord, float]]:
+        """Nearest rows by cosine similarity among those passing `flt` (applied before the search)."""
+        query = (
+            self._table.search(list(vector), vector_column_name="vector")
+            .distance_type("cosine")
+            .limit(limit)
+            .select(RESULT_COLUMNS + ["_distance"])
+        )
+        sql = flt.sql()
+        if sql:
+            query = query.where(sql, prefilter=True)
+        out = []
+        for row in query.to_list():
+            distance = row.pop("_distance")
+            out.append((MemoryRecord.from_row(row), 1.0 - float(distance)))
+        return out
+
+    def text_search(self, text: str, flt: Filter, limit: int) -> list[tuple[MemoryRecord, float]]:
+        """Full-text (BM25) matches on `content` among rows passing `flt`.
+
+        The query is a plain match query, never parsed as query syntax, so any text is safe.
+        """
+        from lancedb.query import MatchQuery
+
+        query = self._table.search(MatchQuery(text, "content"), query_type="fts").limit(limit)
+        sql = flt.sql()
+        if sql:
+            query = query.where(sql, prefilter=True)
+        query = query.select(RESULT_COLUMNS + ["_score"])
+        try:
+            rows = query.to_list()
+        except Exception as exc:  # an FTS query LanceDB cannot tokenize is no lexical evidence
+            log.debug("full-text search failed: %s", exc)
+            return []
+        out = []
+        for row in rows:
+            score = row.pop("_score")
+            out.append((MemoryRecord.from_row(row), float(score)))
+        return out
+
+    def projects(self) -> dict[str, int]:
+        """Row counts per project."""
+        table = self._table.search().select(["project"]).limit(SCAN_LIMIT).to_arrow()
+        counts: dict[str, int] = {}
+        for name in table.column("project").to_pylist():
+            counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def ids_exist(self, ids: Iterable[str]) -> set[str]:
+        wanted = list(ids)
+        if not wanted:
+            return set()
+        return {r.id for r in self.find(Filter().ids(wanted), limit=len(wanted))}

@@ -1,0 +1,97 @@
+"""`forget`: end a memory's validity (or retract it as never true) and keep the row.
+
+Invalidating closes the valid-time interval through a revision row; retracting sets
+the transaction-time end (`expired_at`). Either way `as_of` before that moment still
+sees the memory, and `history` shows why it ended. Facts derived only from a
+forgotten chunk are forgotten with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chronomem.errors import InvalidInput
+from chronomem.records import MemoryRecord
+from chronomem.service import MemoryService
+from chronomem.storage import Filter, MemoryStore
+from chronomem.timeparse import iso, parse_time
+from chronomem.tools.lookup import get_or_fail, latest_revision
+from chronomem.tools.results import ForgetResult
+from chronomem.tools.validate import memory_id, require_text
+
+MAX_REASON_CHARS = 1000
+
+
+def forget(
+    svc: MemoryService,
+    id: Any,
+    reason: Any = None,
+    *,
+    retract: bool = False,
+    at: Any = None,
+) -> ForgetResult:
+    """End memory `id` at `at` (default now), or with `retract=True` mark it as never true."""
+    target_id = memory_id(id)
+    why = require_text(reason, "reason", MAX_REASON_CHARS).strip() if reason is not None else "forgotten on request"
+    if not isinstance(retract, bool):
+        raise InvalidInput("retract must be true or false")
+    if retract and at is not None:
+        raise InvalidInput("a retraction has no end time: pass either retract=true or at, not both")
+    store = svc.store
+    with svc.write_lock:
+        now = svc.now()
+        end = parse_time(at, now, field="at") if at is not None else now
+        row = latest_revision(store, get_or_fail(store, target_id))
+        if row.expired_at is not None:
+            return ForgetResult(
+                id=target_id,
+                action="unchanged",
+                message=f"{target_id} was already retracted at {iso(row.expired_at)} ({row.reason}); nothing changed.",
+            )
+        if not retract and row.invalid_at is not None and row.invalid_at <= end:
+            return ForgetResult(
+                id=target_id,
+                action="unchanged",
+                message=f"{target_id} already stopped being valid at {iso(row.invalid_at)}; nothing changed.",
+            )
+        if not retract and end < row.valid_at:
+            raise InvalidInput(
+                f"at {iso(end)} is before {target_id} became valid ({iso(row.valid_at)}); "
+                "use retract=true if it was never true"
+            )
+        targets = [row] + (_derived_facts(store, row, now) if row.kind == "chunk" else [])
+        writes: list[MemoryRecord] = []
+        revision_id = None
+        for item in targets:
+            if retract:
+                writes.append(MemoryStore.expired(item, now=now, reason=f"retracted: {why}"))
+            else:
+                item_end = max(end, item.valid_at)
+                revision = MemoryStore.revision(item, invalid_at=item_end, now=now, reason=why)
+                writes.append(MemoryStore.expired(item, now=now, reason=f"revised as {revision.id}: {why}"))
+                writes.append(revision)
+                if item is row:
+                    revision_id = revision.id
+        store.upsert(writes)
+
+    also = [t.id for t in targets[1:]]
+    if retract:
+        message = f"Retracted {target_id} as never true ({why}); as_of with known_at before now still shows it."
+    else:
+        message = f"{target_id} is no longer valid from {iso(end)} ({why}); as_of earlier still shows it."
+    if also:
+        message += f" Also forgot {len(also)} fact(s) derived from it: {', '.join(also)}."
+    return ForgetResult(
+        id=target_id,
+        action="retracted" if retract else "invalidated",
+        revision_id=revision_id,
+        also=also,
+        message=message,
+    )
+
+
+def _derived_facts(store: MemoryStore, chunk: MemoryRecord, now: Any) -> list[MemoryRecord]:
+    """Live facts whose only source is this chunk."""
+    ids = [chunk.id] + ([chunk.revision_of] if chunk.revision_of else [])
+    rows = store.find(Filter().projects([chunk.project]).derived_from(ids).kinds(["fact"]).known(now), with_vectors=True)
+    return [r for r in rows if set(r.source_ids) <= set(ids) and (r.invalid_at is None or r.invalid_at > now)]

@@ -1,0 +1,137 @@
+"""`remember`: store a statement verbatim at once, and resolve any structured facts it carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from chronomem.config import MAX_FACTS_PER_CALL
+from chronomem.consolidate.apply import resolve_and_commit
+from chronomem.errors import InvalidInput
+from chronomem.records import (
+    FactInput,
+    MemoryRecord,
+    fact_sentence,
+    new_id,
+    normalize_predicate,
+    normalize_subject,
+)
+from chronomem.service import MemoryService
+from chronomem.timeparse import iso, parse_time
+from chronomem.tools.results import FactResult, RememberResult
+from chronomem.tools.validate import require_text, string_list
+
+SOURCES = ("agent", "rules", "llm", "import")
+
+
+def parse_facts(facts: Any) -> list[FactInput]:
+    if facts is None:
+        return []
+    if isinstance(facts, dict | FactInput):
+        facts = [facts]
+    if not isinstance(facts, list | tuple):
+        raise InvalidInput("facts must be a list of {subject, predicate, object, valid_from?} objects")
+    if len(facts) > MAX_FACTS_PER_CALL:
+        raise InvalidInput(f"facts has {len(facts)} items; the limit is {MAX_FACTS_PER_CALL} per call")
+    out = []
+    for i, item in enumerate(facts):
+        if isinstance(item, FactInput):
+            out.append(item)
+            continue
+        try:
+            out.append(FactInput.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "fact"
+            raise InvalidInput(f"facts[{i}].{where}: {first['msg']}") from None
+    return out
+
+
+def remember(
+    svc: MemoryService,
+    content: Any,
+    *,
+    project: str | None = None,
+    valid_from: str | None = None,
+    facts: Any = None,
+    tags: Any = None,
+    paths: Any = None,
+    source: str = "agent",
+) -> RememberResult:
+    """Append `content` as a chunk (embedding + append, no LLM) and resolve its facts before returning."""
+    text = require_text(content, "content", svc.settings.max_content_chars)
+    scope = svc.project(project)
+    fact_inputs = parse_facts(facts)
+    tag_list = string_list(tags, "tags")
+    path_list = string_list(paths, "paths")
+    if source not in SOURCES:
+        raise InvalidInput(f"source must be one of {', '.join(SOURCES)}")
+    now = svc.now()
+    valid_at = parse_time(valid_from, now, field="valid_from") if valid_from else now
+    fact_times = [parse_time(f.valid_from, now, field="facts.valid_from") if f.valid_from else valid_at for f in fact_inputs]
+
+    sentences = [fact_sentence(f.subject, normalize_predicate(f.predicate), f.object) for f in fact_inputs]
+    vectors = svc.embedder.embed([text, *sentences])
+    store = svc.store
+    with svc.write_lock:
+        now = svc.now()
+        chunk = MemoryRecord(
+            id=new_id(now),
+            kind="chunk",
+            project=scope,
+            content=text,
+            valid_at=valid_at,
+            created_at=now,
+            vector=vectors[0],
+            embed_model=svc.embedder.name,
+            source=source,
+            tags=tag_list,
+            paths=path_list,
+        )
+        fact_records = [
+            MemoryRecord(
+                id=new_id(now),
+                kind="fact",
+                project=scope,
+                content=sentence,
+                subject=normalize_subject(f.subject),
+                predicate=normalize_predicate(f.predicate),
+                object=f.object,
+                valid_at=t,
+                created_at=now,
+                vector=vector,
+                embed_model=svc.embedder.name,
+                source=source,
+                source_ids=[chunk.id],
+                tags=tag_list,
+                paths=path_list,
+            )
+            for f, t, sentence, vector in zip(fact_inputs, fact_times, sentences, vectors[1:], strict=True)
+        ]
+        if fact_records:
+            outcomes = resolve_and_commit(store, fact_records, now, extra_rows=[chunk])
+        else:
+            store.add([chunk])
+            outcomes = []
+
+    fact_results = [
+        FactResult(
+            id=o.fact_id, action=o.action, subject=o.subject, predicate=o.predicate, object=o.object, supersedes=o.supersedes
+        )
+        for o in outcomes
+    ]
+    summary = f"Remembered {chunk.id} in project {scope}"
+    if fact_results:
+        counts: dict[str, int] = {}
+        for f in fact_results:
+            counts[f.action] = counts.get(f.action, 0) + 1
+        summary += "; facts: " + ", ".join(f"{n} {action}" for action, n in counts.items())
+    return RememberResult(
+        id=chunk.id,
+        project=scope,
+        valid_at=iso(valid_at) or "",
+        created_at=iso(now) or "",
+        facts=fact_results,
+        message=summary + ".",
+    )
