@@ -1,8 +1,9 @@
 """Safe `where` prefilters for LanceDB.
 
 User-supplied strings (project names, ids, slot keys) only ever reach the filter as
-literals quoted by LanceDB's own expression builder (`lancedb.expr.lit`); times are
-formatted here from `datetime` objects. No caller text is pasted into SQL.
+SQL string literals quoted by `_string_literal`; times are formatted here from
+`datetime` objects. No caller text is pasted into SQL unquoted. A property test
+(tests/storage/test_filters.py) checks that any string round-trips as a literal.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from chronomem.records import UTC
 
 
 def _string_literal(value: str) -> str:
-    from lancedb.expr import lit
-
+    # Standard SQL quoting (double the quote). Not lancedb.expr.lit: in 0.40 it leaves a
+    # quote that follows a backslash undoubled, so "x\\' OR 1=1 --" escapes its literal.
     if not isinstance(value, str):
         raise TypeError(f"filter literal must be a string, not {type(value).__name__}")
-    return lit(value).to_sql()
+    if "\x00" in value:
+        raise ValueError("filter literals cannot contain NUL")
+    return "'" + value.replace("'", "''") + "'"
 
 
 def _time_literal(value: datetime) -> str:
