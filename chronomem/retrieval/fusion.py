@@ -38,11 +38,7 @@ def rrf(
     fused: dict[str, Fused] = {}
     for channel, ids in rankings.items():
         weight = weights.get(channel, 1.0)
-        seen: set[str] = set()
-        for rank, memory_id in enumerate(ids, start=1):
-            if memory_id in seen:
-                continue
-            seen.add(memory_id)
+        for rank, memory_id in enumerate(dict.fromkeys(ids), start=1):
             entry = fused.setdefault(memory_id, Fused(memory_id, 0.0))
             entry.score += weight / (k + rank)
             entry.ranks[channel] = rank
