@@ -78,11 +78,13 @@ class MemoryService:
 
     def project(self, explicit: str | None = None) -> str:
         """The project a call is scoped to."""
-        if explicit is not None and explicit != "":
-            return validate_project(explicit)
-        if self.settings.project:
-            return validate_project(self.settings.project)
-        return detect_project(os.getcwd())
+        name = explicit if explicit is not None and explicit != "" else self.settings.project
+        if not name:
+            return detect_project(os.getcwd())
+        name = validate_project(name)
+        if os.path.isabs(name) and os.path.isdir(name):
+            return detect_project(name)  # a workspace folder: the same key its git repository gets
+        return name
 
     def scope_projects(self, project: str | None, scope: str) -> list[str] | None:
         """Projects a read covers: `project`, `global`, `both`, or `all` (None = no project filter)."""
