@@ -40,6 +40,14 @@ longer true, without deleting it."""
 
 R = TypeVar("R", bound=BaseModel)
 
+Project = Annotated[str | None, Field(description="Project scope; default the current project.")]
+Limit = Annotated[int | None, Field(description="Most results to return (1-100, default 10).")]
+LimitAlias = Annotated[int | None, Field(description="Alias of limit.")]
+Budget = Annotated[int | None, Field(description="Cap on the estimated tokens of returned text.")]
+Scope = Annotated[str, Field(description="`project` (default), `global`, `both` (project + global) or `all`.")]
+Kinds = Annotated[list[str] | None, Field(description="Only `fact` and/or `chunk`.")]
+IdAlias = Annotated[str | None, Field(description="Alias of id.")]
+
 
 def _pick(primary: Any, alias: Any, name: str, alias_name: str) -> Any:
     if primary is not None and alias is not None and primary != alias:
@@ -102,7 +110,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         ] = None,
         tags: Annotated[list[str] | None, Field(description="Optional labels for filtering.")] = None,
         paths: Annotated[list[str] | None, Field(description="Optional files the memory is about.")] = None,
-        project: Annotated[str | None, Field(description="Project scope; default the current project.")] = None,
+        project: Project = None,
         text: Annotated[str | None, Field(description="Alias of content.")] = None,
     ) -> Annotated[CallToolResult, RememberResult]:
         """Store something worth remembering about this project, at once.
@@ -131,16 +139,12 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
     )
     async def recall(
         query: Annotated[str, Field(description="What you want to know, in words or identifiers.")],
-        limit: Annotated[int | None, Field(description="Most results to return (1-100, default 10).")] = None,
-        budget_tokens: Annotated[
-            int | None, Field(description="Cap on the estimated tokens of returned text.")
-        ] = None,
-        scope: Annotated[
-            str, Field(description="`project` (default), `global`, `both` (project + global) or `all`.")
-        ] = "project",
-        kinds: Annotated[list[str] | None, Field(description="Only `fact` and/or `chunk`.")] = None,
-        project: Annotated[str | None, Field(description="Project scope; default the current project.")] = None,
-        k: Annotated[int | None, Field(description="Alias of limit.")] = None,
+        limit: Limit = None,
+        budget_tokens: Budget = None,
+        scope: Scope = "project",
+        kinds: Kinds = None,
+        project: Project = None,
+        k: LimitAlias = None,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Look up what is currently true and remembered about this project.
 
@@ -172,12 +176,12 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         known_at: Annotated[
             str | None, Field(description="Answer as chronomem knew it then (transaction time). Default now.")
         ] = None,
-        limit: Annotated[int | None, Field(description="Most results to return (1-100, default 10).")] = None,
-        budget_tokens: Annotated[int | None, Field(description="Cap on the estimated tokens of returned text.")] = None,
-        scope: Annotated[str, Field(description="`project` (default), `global`, `both` or `all`.")] = "project",
-        kinds: Annotated[list[str] | None, Field(description="Only `fact` and/or `chunk`.")] = None,
-        project: Annotated[str | None, Field(description="Project scope; default the current project.")] = None,
-        k: Annotated[int | None, Field(description="Alias of limit.")] = None,
+        limit: Limit = None,
+        budget_tokens: Budget = None,
+        scope: Scope = "project",
+        kinds: Kinds = None,
+        project: Project = None,
+        k: LimitAlias = None,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Look up what was true at an earlier time, e.g. "what was the test command in March?"
 
@@ -209,7 +213,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
             bool, Field(description="True if it was never true (a mistake), rather than true until now.")
         ] = False,
         at: Annotated[str | None, Field(description="When it stopped being true; default now.")] = None,
-        memory_id: Annotated[str | None, Field(description="Alias of id.")] = None,
+        memory_id: IdAlias = None,
     ) -> Annotated[CallToolResult, ForgetResult]:
         """Mark a memory as no longer true. Nothing is deleted.
 
@@ -229,8 +233,8 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         id: Annotated[str | None, Field(description="Id of any memory in the chain.")] = None,
         subject: Annotated[str | None, Field(description="Fact subject (with predicate), instead of id.")] = None,
         predicate: Annotated[str | None, Field(description="Fact predicate (with subject), instead of id.")] = None,
-        project: Annotated[str | None, Field(description="Project scope for subject/predicate.")] = None,
-        memory_id: Annotated[str | None, Field(description="Alias of id.")] = None,
+        project: Project = None,
+        memory_id: IdAlias = None,
     ) -> Annotated[CallToolResult, HistoryResult]:
         """Show how a fact changed over time: every value with its valid interval, oldest first.
 
