@@ -2,7 +2,9 @@
 
 Opening the store and loading the model are slow (about a second each), so both
 start on background threads (`warm_up`) and every accessor waits for them.
-Writes are serialised in-process by one lock; LanceDB handles other processes.
+Writes are serialised by `writing()`: a thread lock within the process and a file lock in
+the store directory across processes, so two clients' servers resolving the same fact
+slot cannot interleave their read-modify-write.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 from chronomem.config import DEFAULT_MODEL_DIM, Settings
 from chronomem.embed import Embedder, FastEmbedder
@@ -21,6 +25,10 @@ from chronomem.records import utcnow
 from chronomem.storage import MemoryStore
 
 log = logging.getLogger(__name__)
+
+WRITE_LOCK_NAME = ".write.lock"
+#: How long a write waits for another process's write before failing with advice.
+WRITE_LOCK_TIMEOUT = 30.0
 
 
 class MemoryService:
@@ -38,7 +46,8 @@ class MemoryService:
             wait_seconds=settings.model_wait_seconds,
         )
         self.clock = clock
-        self.write_lock = threading.RLock()
+        self._thread_lock = threading.RLock()
+        self._file_lock: Any = None
         self._store: MemoryStore | None = None
         self._store_error: ChronomemError | None = None
         self._store_lock = threading.Lock()
@@ -72,6 +81,27 @@ class MemoryService:
                     self._store_error = StoreError(f"cannot open store {self.settings.store_path}: {exc}")
                     raise self._store_error from exc
             return self._store
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the store's write lock (in-process and cross-process) for one logical write."""
+        from filelock import FileLock, Timeout
+
+        store = self.store
+        with self._thread_lock:
+            if self._file_lock is None:
+                self._file_lock = FileLock(str(store.path / WRITE_LOCK_NAME))
+            try:
+                self._file_lock.acquire(timeout=WRITE_LOCK_TIMEOUT)
+            except Timeout:
+                raise StoreError(
+                    f"another process has held the write lock of {store.path} for {WRITE_LOCK_TIMEOUT:.0f} s; "
+                    "retry, or check for a stuck chronomem process"
+                ) from None
+            try:
+                yield
+            finally:
+                self._file_lock.release()
 
     def now(self) -> datetime:
         return self.clock()

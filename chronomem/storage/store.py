@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,9 @@ class MemoryStore:
         import lancedb
 
         try:
-            db = lancedb.connect(str(path))
+            # Other processes (another client's server, the CLI) write the same store: check for a
+            # newer table version on every read rather than serving a stale snapshot.
+            db = lancedb.connect(str(path), read_consistency_interval=timedelta(0))
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
                 cls._check_schema(path, table.schema, dim)

@@ -38,7 +38,7 @@ def forget(
     if retract and at is not None:
         raise InvalidInput("a retraction has no end time: pass either retract=true or at, not both")
     store = svc.store
-    with svc.write_lock:
+    with svc.writing():
         now = svc.now()
         end = parse_time(at, now, field="at") if at is not None else now
         row = latest_revision(store, get_or_fail(store, target_id))

@@ -74,7 +74,7 @@ def remember(
     sentences = [fact_sentence(f.subject, normalize_predicate(f.predicate), f.object) for f in fact_inputs]
     vectors = svc.embedder.embed([text, *sentences])
     store = svc.store
-    with svc.write_lock:
+    with svc.writing():
         now = svc.now()
         chunk = MemoryRecord(
             id=new_id(now),
