@@ -1,7 +1,8 @@
 """Apply fact resolution to the store: read each slot, plan with `resolve.plan_fact`, commit atomically.
 
-Also ends a chunk's validity when every live fact derived from it has been superseded,
-so the verbatim statement of an old value stops surfacing as current.
+Also fits each chunk's validity to the facts stated in it: when every one of them has
+ended (superseded, or placed in the past on arrival), the chunk ends then too, so the
+verbatim statement of an old value stops surfacing as current.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ def resolve_and_commit(
     writes: dict[str, MemoryRecord] = {r.id: r for r in (extra_rows or [])}
     outcomes: list[FactOutcome] = []
     slot_cache: dict[tuple[str, str, str], list[MemoryRecord]] = {}
-    closed_facts: list[tuple[MemoryRecord, datetime]] = []
 
     for fact in facts:
         assert fact.subject is not None and fact.predicate is not None and fact.object is not None
@@ -68,8 +68,6 @@ def resolve_and_commit(
             _remove(rows, old.id)
             rows.append(revision)
             closed_ids.append(old.id)
-            if old.is_valid_at(now) and not revision.is_valid_at(now):
-                closed_facts.append((old, end))
         assert plan.new_fact is not None
         writes[plan.new_fact.id] = plan.new_fact
         rows.append(plan.new_fact)
@@ -85,52 +83,49 @@ def resolve_and_commit(
             )
         )
 
-    for chunk_revision, expired in _close_orphaned_chunks(store, closed_facts, writes, now):
-        writes[expired.id] = expired
-        writes[chunk_revision.id] = chunk_revision
+    for row in _fit_chunks_to_facts(store, writes, now):
+        writes[row.id] = row
 
     store.upsert(list(writes.values()))
     return outcomes
 
 
-def _close_orphaned_chunks(
-    store: MemoryStore,
-    closed_facts: list[tuple[MemoryRecord, datetime]],
-    writes: dict[str, MemoryRecord],
-    now: datetime,
-) -> list[tuple[MemoryRecord, MemoryRecord]]:
-    """Chunks all of whose live facts were just superseded: their validity ends when the last fact's did."""
-    ends: dict[str, datetime] = {}
-    for fact, end in closed_facts:
-        for cid in fact.source_ids:
-            ends[cid] = max(end, ends.get(cid, end))
-    chunk_ids = sorted(ends)
+def _fit_chunks_to_facts(store: MemoryStore, writes: dict[str, MemoryRecord], now: datetime) -> list[MemoryRecord]:
+    """End a chunk's validity where the validity of every fact stated in it ends.
+
+    A chunk whose facts were all superseded (or were placed in the past on arrival) stops
+    surfacing as current; one with any fact still open stays open.
+    """
+    facts_written = [r for r in writes.values() if r.kind == "fact"]
+    chunk_ids = sorted({cid for f in facts_written for cid in f.source_ids})
     if not chunk_ids:
         return []
-    project = closed_facts[0][0].project
-    closed_ids = {f.id for f, _ in closed_facts}
-    still_live = store.find(Filter().projects([project]).derived_from(chunk_ids).live(now, now))
-    supported = {
-        cid
-        for f in still_live
-        if f.id not in closed_ids and f.kind == "fact" and not _closed_in(writes, f.id)
-        for cid in f.source_ids
-    }
-    orphans = [cid for cid in chunk_ids if cid not in supported and cid not in writes]
-    if not orphans:
-        return []
-    out = []
-    for chunk in store.find(Filter().ids(orphans).kinds(["chunk"]).live(now, now), with_vectors=True):
+    project = facts_written[0].project
+    known = {r.id: r for r in store.find(Filter().projects([project]).derived_from(chunk_ids).kinds(["fact"]).known(now))}
+    for row in facts_written:
+        known[row.id] = row
+    current_facts = [r for r in known.values() if r.expired_at is None]
+
+    out: list[MemoryRecord] = []
+    stored_chunks = {c.id: c for c in store.find(Filter().ids(chunk_ids).kinds(["chunk"]).known(now), with_vectors=True)}
+    for cid in chunk_ids:
+        chunk = writes.get(cid) or stored_chunks.get(cid)
+        if chunk is None or chunk.kind != "chunk" or chunk.expired_at is not None:
+            continue
+        stated = [f for f in current_facts if cid in f.source_ids]
+        if not stated or any(f.invalid_at is None for f in stated):
+            continue
+        end = max(max(f.invalid_at for f in stated if f.invalid_at is not None), chunk.valid_at)
+        if chunk.invalid_at is not None and chunk.invalid_at <= end:
+            continue
+        if cid in writes and chunk.created_at == now and chunk.revision_of is None:
+            out.append(chunk.copy(invalid_at=end))  # written in this same commit: born closed
+            continue
         reason = "every fact stated here was superseded"
-        end = max(ends[chunk.id], chunk.valid_at)
         revision = MemoryStore.revision(chunk, invalid_at=end, now=now, reason=reason)
-        out.append((revision, MemoryStore.expired(chunk, now=now, reason=f"revised as {revision.id}: {reason}")))
+        out.append(MemoryStore.expired(chunk, now=now, reason=f"revised as {revision.id}: {reason}"))
+        out.append(revision)
     return out
-
-
-def _closed_in(writes: dict[str, MemoryRecord], memory_id: str) -> bool:
-    row = writes.get(memory_id)
-    return row is not None and row.expired_at is not None
 
 
 def _replace(rows: list[MemoryRecord], updated: MemoryRecord) -> None:

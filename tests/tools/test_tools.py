@@ -241,3 +241,18 @@ def test_a_directory_as_project_gets_its_repository_key(svc: MemoryService, tmp_
     key = svc.project(str(repo))
     assert key.startswith("repo-") and svc.project(str(repo / "sub")) == key
     assert svc.project("plain-name") == "plain-name"
+
+
+def test_chunks_follow_their_facts_when_values_arrive_out_of_order(svc: MemoryService) -> None:
+    notes = {}
+    for month, port in (("05", "8003"), ("01", "8001"), ("03", "8002")):
+        notes[port] = remember(
+            svc, f"The gateway port is {port}.", valid_from=f"2024-{month}-01",
+            facts=[{"subject": "gateway", "predicate": "port", "object": port}],
+        )
+    for at, port in (("2024-02-01", "8001"), ("2024-04-01", "8002"), (None, "8003")):
+        result = recall(svc, "gateway port", kinds=["chunk"]) if at is None else as_of(svc, "gateway port", at, kinds=["chunk"])
+        assert [i.text for i in result.results] == [f"The gateway port is {port}."], at
+    chain = history(svc, subject="gateway", predicate="port")
+    assert [e.object for e in chain.entries] == ["8001", "8002", "8003"]
+    assert [e.invalid_at for e in chain.entries] == ["2024-03-01T00:00:00Z", "2024-05-01T00:00:00Z", None]
