@@ -20,7 +20,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from chronomem import __version__
 from chronomem.errors import ChronomemError
@@ -55,6 +55,32 @@ def _pick(primary: Any, alias: Any, name: str, alias_name: str) -> Any:
     return primary if primary is not None else alias
 
 
+class ChronomemServer(MCPServer[Any]):
+    """MCPServer whose argument-validation errors are one readable line, like every other tool error."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"invalid arguments for {name}: {validation_summary(exc.__cause__)}") from None
+            raise
+
+
+def validation_summary(error: ValidationError) -> str:
+    """`limit: must be an integer; facts.0.object: field required` — field paths and reasons, no values."""
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(p) for p in item["loc"]) or "arguments"
+        parts.append(f"{where}: {item['msg'].lower()}")
+    more = len(error.errors()) - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _default(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
 def build_server(svc: MemoryService) -> MCPServer[Any]:
     """An MCPServer whose tools work through `svc`; the model and store warm up when it starts."""
 
@@ -63,7 +89,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         svc.warm_up()
         yield None
 
-    server: MCPServer[Any] = MCPServer(
+    server = ChronomemServer(
         "chronomem",
         title="chronomem",
         instructions=INSTRUCTIONS,
@@ -160,7 +186,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
             query,
             project=project,
             scope=scope,
-            limit=_pick(limit, k, "limit", "k") or 10,
+            limit=_default(_pick(limit, k, "limit", "k"), 10),
             budget_tokens=budget_tokens,
             kinds=kinds,
         )
@@ -196,7 +222,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
             known_at=known_at,
             project=project,
             scope=scope,
-            limit=_pick(limit, k, "limit", "k") or 10,
+            limit=_default(_pick(limit, k, "limit", "k"), 10),
             budget_tokens=budget_tokens,
             kinds=kinds,
         )
