@@ -8,6 +8,7 @@ default, `--json` for scripts; a bad input prints one `error:` line and exits 2.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subject")
     p.add_argument("--predicate")
 
+    sub.add_parser("consolidate", parents=[common], help="run the consolidator to completion (for CI and cron)")
     sub.add_parser("demo", parents=[common], help="a short story of changing facts in a temporary store")
     return parser
 
@@ -125,6 +127,17 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         from chronomem.server.transports import serve
 
         serve(svc, args.transport, host=args.host, port=args.port)
+        return 0
+
+    if args.command == "consolidate":
+        from chronomem.consolidate.runner import Consolidator
+
+        steps = Consolidator(svc).run_to_completion()
+        if args.json:
+            print(json.dumps([{"did": s.did, "seconds": round(s.seconds, 3)} for s in steps], indent=2))
+        else:
+            for s in steps:
+                print(f"{s.did}: {s.seconds:.2f} s")
         return 0
 
     from chronomem import tools

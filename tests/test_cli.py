@@ -97,3 +97,11 @@ def test_python_m_and_help() -> None:
     assert out.returncode == 0
     for command in ("serve", "remember", "recall", "forget", "as-of", "history", "demo"):
         assert command in out.stdout
+
+
+def test_consolidate_runs_to_completion(tmp_path: Path) -> None:
+    store = ["--store", str(tmp_path / "s"), "--project", "p"]
+    assert run("remember", "The queue is RabbitMQ.", *store).returncode == 0
+    out = run("consolidate", "--json", *store)
+    assert out.returncode == 0, out.stderr
+    assert [s["did"] for s in json.loads(out.stdout)] == ["index upkeep"]

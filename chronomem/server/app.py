@@ -5,7 +5,7 @@ and forgiving argument names (`text` for `content`, `k` for `limit`, `memory_id`
 `id`). Results are structured content plus readable text. A `ChronomemError`
 becomes a one-line tool error; anything unexpected is logged to stderr and reported
 in one line, and the server stays up. Blocking work runs on a worker thread so the
-event loop keeps answering.
+event loop keeps answering; after each call the consolidator gets its turn.
 """
 
 from __future__ import annotations
@@ -84,10 +84,17 @@ def _default(value: Any, default: Any) -> Any:
 def build_server(svc: MemoryService) -> MCPServer[Any]:
     """An MCPServer whose tools work through `svc`; the model and store warm up when it starts."""
 
+    from chronomem.consolidate.runner import Consolidator
+
+    consolidator = Consolidator(svc)
+
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[None]:
         svc.warm_up()
-        yield None
+        try:
+            yield None
+        finally:
+            consolidator.stop()
 
     server = ChronomemServer(
         "chronomem",
@@ -100,6 +107,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
     limiter = anyio.CapacityLimiter(4)
 
     async def run(fn: Callable[..., R], *args: Any, **kwargs: Any) -> CallToolResult:
+        consolidator.call_started()
         try:
             result = await anyio.to_thread.run_sync(partial(fn, svc, *args, **kwargs), limiter=limiter)
         except ChronomemError as exc:
@@ -109,6 +117,8 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         except Exception as exc:
             log.exception("tool %s failed", getattr(fn, "__name__", fn))
             raise ToolError(f"internal error ({type(exc).__name__}); the server log has details") from None
+        finally:
+            consolidator.call_finished()
         return CallToolResult(
             content=[TextContent(type="text", text=result.text())],  # type: ignore[attr-defined]
             structured_content=result.model_dump(mode="json"),

@@ -28,6 +28,8 @@ from chronomem.storage.schema import (
 
 log = logging.getLogger(__name__)
 
+#: Old table versions (kept for readers that are mid-query and for recovery) live this long.
+VERSION_RETENTION = timedelta(days=1)
 #: Upper bound on rows any single scan returns; searches use their own small limits.
 SCAN_LIMIT = 1_000_000
 
@@ -106,9 +108,14 @@ class MemoryStore:
         if "content_idx" not in names:
             self._table.create_index("content", config=FTS(), replace=True)
 
-    def optimize(self) -> None:
-        """Fold new rows into the indexes and compact small fragments."""
-        self._table.optimize()
+    def unindexed_rows(self) -> int:
+        """Rows the full-text index does not cover yet (searched flat, so slower)."""
+        stats = self._table.index_stats("content_idx")
+        return int(stats.num_unindexed_rows) if stats is not None else self.count()
+
+    def optimize(self, retention: timedelta = VERSION_RETENTION) -> None:
+        """Fold new rows into the indexes, compact small fragments, drop versions older than `retention`."""
+        self._table.optimize(cleanup_older_than=retention)
 
     # ------------------------------------------------------------------ writing
     def _arrow(self, records: Sequence[MemoryRecord]) -> Any:
