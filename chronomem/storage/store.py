@@ -202,6 +202,7 @@ class MemoryStore:
         for row in query.to_list():
             distance = row.pop("_distance")
             out.append((MemoryRecord.from_row(row), 1.0 - float(distance)))
+        out.sort(key=lambda pair: (-pair[1], pair[0].id))
         return out
 
     def text_search(self, text: str, flt: Filter, limit: int) -> list[tuple[MemoryRecord, float]]:
@@ -225,6 +226,7 @@ class MemoryStore:
         for row in rows:
             score = row.pop("_score")
             out.append((MemoryRecord.from_row(row), float(score)))
+        out.sort(key=lambda pair: (-pair[1], pair[0].id))  # equal BM25 scores come back in varying order
         return out
 
     def projects(self) -> dict[str, int]:
