@@ -32,6 +32,11 @@ def validate_project(name: object) -> str:
     return name
 
 
+def display_name(key: str) -> str:
+    """The name a person writes for a project key: the derived `-<8 hex>` suffix dropped, lower-cased."""
+    return re.sub(r"-[0-9a-f]{8}$", "", key).lower()
+
+
 @lru_cache(maxsize=32)
 def detect_project(cwd: str) -> str:
     """A stable key for the repository (or directory) at `cwd`: `<name>-<8 hex of its path>`."""

@@ -17,9 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
+from dataclasses import replace
+
 from chronomem.records import MemoryRecord
+from chronomem.retrieval.candidates import gather
+from chronomem.retrieval.rank import QueryInfo, RankConfig, rank
+from chronomem.retrieval.temporal import read_time
 from chronomem.retrieval.fusion import rrf
-from chronomem.retrieval.search import CANDIDATE_POOL
+from chronomem.retrieval.candidates import CANDIDATE_POOL
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 
@@ -41,6 +46,7 @@ class QueryContext:
     text: str
     flt: Filter
     pool: int = CANDIDATE_POOL
+    project: str | None = None
     records: dict[str, MemoryRecord] = field(default_factory=dict)
 
     @cached_property
@@ -81,14 +87,45 @@ class Ranker:
         return [ctx.records[f.id] for f in fused[:limit]]
 
 
-#: The ablation ladder, one signal added per row.
-RANKERS: list[Ranker] = [
+@dataclass(frozen=True)
+class PipelineRanker:
+    """chronomem's own read path (`gather` + `rank`) with some of its signals switched off; never abstains."""
+
+    name: str
+    config: RankConfig
+
+    def rank(self, ctx: QueryContext, limit: int) -> list[MemoryRecord]:
+        reading = read_time(ctx.text, ctx.svc.now())
+        names = ctx.svc.project_names()
+        own = (names.get(ctx.project, ctx.project),) if ctx.project else ()
+        info = QueryInfo(
+            text=reading.text,
+            intent=reading.intent,
+            project_names=own,
+            other_project_names=tuple(n for n in names.values() if n not in own),
+        )
+        pool = gather(ctx.svc.store, reading.text, ctx.svc.embed_one(reading.text), ctx.flt, ctx.pool)
+        return [r.candidate.record for r in rank(info, pool, self.config).items[:limit]]
+
+
+_OFF = RankConfig(entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0)
+
+#: The ablation ladder, one signal added per row (the last row is recall's ranking without its abstention gate).
+RANKERS: list[Ranker | PipelineRanker] = [
     Ranker("lexical only", ("lexical",)),
     Ranker("dense only", ("dense",)),
     Ranker("fused (RRF k=60)", ("lexical", "dense")),
+    PipelineRanker("+ weights (dense 0.25), dated phrase off the query", _OFF),
+    PipelineRanker("+ exact-name channel", replace(_OFF, entity_weight=1.0)),
+    PipelineRanker("+ other-project demotion", replace(_OFF, entity_weight=1.0, foreign_penalty=0.5)),
+    PipelineRanker(
+        "+ the newer wins",
+        replace(_OFF, entity_weight=1.0, foreign_penalty=0.5, group_size=4, history_group_size=8, fact_boost=1.1),
+    ),
+    PipelineRanker("+ hedge demotion (= recall's ranking)", RankConfig()),
 ]
 
 
-def run_rankers(ctx: QueryContext, rankers: list[Ranker], limit: int) -> dict[str, list[MemoryRecord]]:
+def run_rankers(ctx: QueryContext, rankers: list[Ranker | PipelineRanker], limit: int) -> dict[str, list[MemoryRecord]]:
     """Every ranker's top `limit` for one query, sharing the channel searches."""
     return {ranker.name: ranker.rank(ctx, limit) for ranker in rankers}

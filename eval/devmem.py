@@ -37,7 +37,7 @@ from chronomem.storage import Filter
 from chronomem.timeparse import parse_time
 from chronomem.tools import as_of, forget, recall, remember
 from chronomem.tools.results import RecallResult
-from eval.ablation import RANKERS, QueryContext, Ranker, run_rankers, slice_filter
+from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, run_rankers, slice_filter
 from eval.common import (
     RESULTS_DIR,
     Ranked,
@@ -207,7 +207,7 @@ class Replay:
     """Drives one store through the timeline in text or agent mode, answering queries as they come."""
 
     def __init__(
-        self, svc: MemoryService, agent: bool, steps: dict[str, AgentStep], rankers: list[Ranker], upkeep: Upkeep
+        self, svc: MemoryService, agent: bool, steps: dict[str, AgentStep], rankers: list[Ranker | PipelineRanker], upkeep: Upkeep
     ) -> None:
         self.svc = svc
         self.agent = agent
@@ -264,7 +264,7 @@ class Replay:
 
         now = self.svc.now()
         at = _time(q.as_of) if q.type == "as_of" and q.as_of else now
-        ctx = QueryContext(self.svc, q.query, slice_filter(self.svc, at, now, q.project))
+        ctx = QueryContext(self.svc, q.query, slice_filter(self.svc, at, now, q.project), project=q.project)
         for name, records in run_rankers(ctx, self.rankers, LIMIT).items():
             self.answers[name][q.qid] = Ranked(self.notes.ranking(records), not records)
         self.best_dense[q.qid] = max((cosine for _, cosine in ctx.dense), default=None)

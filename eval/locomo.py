@@ -27,7 +27,7 @@ from typing import Any
 from chronomem.records import UTC
 from chronomem.timeparse import iso
 from chronomem.tools import recall, remember
-from eval.ablation import RANKERS, QueryContext, Ranker, run_rankers, slice_filter
+from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, run_rankers, slice_filter
 from eval.common import RESULTS_DIR, Ranked, Upkeep, make_embedder, median_ms, p95_ms, resolve_data_dir, temp_service
 from eval.metrics import hit_at_k, mean, recall_at_k, reciprocal_rank
 from eval.report import env_lines, environment, fmt, md_table, write_results
@@ -131,7 +131,7 @@ class ConvRun:
     outcomes: dict[str, dict[str, Ranked]]
 
 
-def run_conversation(conv: Conversation, embedder: Any, rankers: list[Ranker], upkeep_on: bool) -> ConvRun:
+def run_conversation(conv: Conversation, embedder: Any, rankers: list[Ranker | PipelineRanker], upkeep_on: bool) -> ConvRun:
     """Ingest one conversation into a fresh store and answer its questions with every system."""
     outcomes: dict[str, dict[str, Ranked]] = {SYSTEM: {}, **{r.name: {} for r in rankers}}
     with temp_service(conv.conv_id, embedder) as svc:
@@ -157,7 +157,7 @@ def run_conversation(conv: Conversation, embedder: Any, rankers: list[Ranker], u
             if q.category not in SCORED:
                 continue
             now = svc.now()
-            ctx = QueryContext(svc, q.text, slice_filter(svc, now, now, conv.conv_id))
+            ctx = QueryContext(svc, q.text, slice_filter(svc, now, now, conv.conv_id), project=conv.conv_id)
             for name, records in run_rankers(ctx, rankers, LIMIT).items():
                 outcomes[name][q.qid] = Ranked([dia_of[r.id] for r in records], not records)
     return ConvRun(

@@ -1,4 +1,4 @@
-"""Hybrid search over one time slice: dense + full-text candidates, fused, gated, budgeted."""
+"""Hybrid search over one time slice: gather candidates, check what the query names, rank, budget."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chronomem.records import MemoryRecord
-from chronomem.retrieval.fusion import estimate_tokens, rrf, should_abstain
+from chronomem.retrieval.candidates import gather
+from chronomem.retrieval.fusion import estimate_tokens
+from chronomem.retrieval.rank import DEFAULT_CONFIG, QueryInfo, RankConfig, missing_from, query_entities, rank
 from chronomem.storage import Filter, MemoryStore
 
-#: Candidates each channel contributes before fusion.
-CANDIDATE_POOL = 50
-#: Fused score bonus for a fact over a chunk at equal rank: current facts lead.
-FACT_BONUS = 1.0 / 120
+#: At most this many unmatched names are double-checked against the whole slice.
+MAX_ENTITY_CHECKS = 2
 
 
 @dataclass
@@ -32,40 +32,40 @@ class SearchOutcome:
     abstained: bool
     tokens: int
     truncated: bool
+    reason: str = ""
 
 
 def hybrid_search(
     store: MemoryStore,
-    query_text: str,
+    query: QueryInfo,
     query_vector: Sequence[float],
     flt: Filter,
     limit: int,
     budget_tokens: int | None = None,
+    config: RankConfig = DEFAULT_CONFIG,
 ) -> SearchOutcome:
     """Rank rows passing `flt` for the query; abstain when nothing relevant is stored."""
-    dense = store.vector_search(query_vector, flt, CANDIDATE_POOL)
-    lexical = store.text_search(query_text, flt, CANDIDATE_POOL)
-    best_dense = max((score for _, score in dense), default=None)
-    if should_abstain(best_dense, len(lexical)):
-        return SearchOutcome([], True, 0, False)
-
-    records = {r.id: r for r, _ in dense}
-    records.update({r.id: r for r, _ in lexical})
-    dense_score = {r.id: s for r, s in dense}
-    lexical_score = {r.id: s for r, s in lexical}
-    fused = rrf({"dense": [r.id for r, _ in dense], "lexical": [r.id for r, _ in lexical]})
+    pool = gather(store, query.text, query_vector, flt)
+    unmatched = missing_from(sorted(query_entities(query)), pool)
+    if unmatched:
+        query.missing_entities = tuple(_confirm_absent(store, unmatched[:MAX_ENTITY_CHECKS], flt))
+    ranking = rank(query, pool, config)
+    if ranking.abstained:
+        return SearchOutcome([], True, 0, False, ranking.reason)
     hits = [
-        Hit(
-            record=records[f.id],
-            score=f.score + (FACT_BONUS if records[f.id].kind == "fact" else 0.0),
-            channels=sorted(f.ranks),
-            dense=dense_score.get(f.id),
-            lexical=lexical_score.get(f.id),
-        )
-        for f in fused
+        Hit(r.candidate.record, r.score, r.channels, r.candidate.dense, r.candidate.lexical) for r in ranking.items
     ]
-    hits.sort(key=lambda h: (-h.score, h.record.id))
     return _within_budget(hits, limit, budget_tokens)
+
+
+def _confirm_absent(store: MemoryStore, names: list[str], flt: Filter) -> list[str]:
+    """Names that a full-text search of the whole slice for the name itself does not find verbatim."""
+    absent = []
+    for name in names:
+        found = store.text_search(name, flt, 10)
+        if not any(name in record.content.lower() for record, _ in found):
+            absent.append(name)
+    return absent
 
 
 def _within_budget(hits: list[Hit], limit: int, budget_tokens: int | None) -> SearchOutcome:

@@ -39,4 +39,5 @@ def as_of(
         limit=limit,
         budget_tokens=budget_tokens,
         kinds=kinds,
+        narrow_to_phrase=False,
     )

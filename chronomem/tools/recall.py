@@ -7,7 +7,9 @@ from typing import Any
 
 from chronomem.config import MAX_LIMIT, MAX_QUERY_CHARS
 from chronomem.errors import InvalidInput
+from chronomem.retrieval.rank import QueryInfo
 from chronomem.retrieval.search import hybrid_search
+from chronomem.retrieval.temporal import read_time
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
@@ -28,25 +30,42 @@ def search_slice(
     limit: Any,
     budget_tokens: Any,
     kinds: Any,
+    narrow_to_phrase: bool = True,
 ) -> RecallResult:
-    """Search the slice live at (`at`, `known_at`) — shared by recall and as_of."""
+    """Search the slice live at (`at`, `known_at`) — shared by recall and as_of.
+
+    A dated phrase in the query ("on May 10, 2024", "in March") is taken off the text
+    and, unless the caller fixed the moment (`narrow_to_phrase=False`), moves `at` back to it.
+    """
     text = require_text(query, "query", MAX_QUERY_CHARS)
     count = bounded_int(limit, "limit", 1, MAX_LIMIT)
     budget = None if budget_tokens is None else bounded_int(budget_tokens, "budget_tokens", 1, 1_000_000)
     wanted = _kinds(kinds)
     projects = svc.scope_projects(project, scope)
 
+    reading = read_time(text, svc.now())
+    if reading.at is not None and narrow_to_phrase:
+        at = min(reading.at, at)
     flt = Filter().live(at, known_at)
     if projects is not None:
         flt = flt.projects(projects)
     if wanted != KINDS:
         flt = flt.kinds(wanted)
-    vector = svc.embed_one(text)
-    outcome = hybrid_search(svc.store, text, vector, flt, count, budget)
+    names = svc.project_names()
+    searched = tuple(names.get(p, p) for p in projects) if projects is not None else tuple(names.values())
+    info = QueryInfo(
+        text=reading.text,
+        intent=reading.intent,
+        project_names=searched,
+        other_project_names=tuple(n for p, n in names.items() if n not in searched),
+    )
+    vector = svc.embed_one(reading.text)
+    outcome = hybrid_search(svc.store, info, vector, flt, count, budget)
     items = [MemoryItem.of(h.record, h.score, h.channels) for h in outcome.hits]
     where = "all projects" if projects is None else ", ".join(projects)
     if outcome.abstained:
-        message = f"Nothing relevant is stored for {text!r} in {where}."
+        message = f"Nothing relevant is stored for {text!r} in {where}"
+        message += f" ({outcome.reason})." if outcome.reason else "."
     elif not items:
         message = f"Relevant memories exist for {text!r} but none fit budget_tokens={budget}."
     else:

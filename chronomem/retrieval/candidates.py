@@ -1,0 +1,56 @@
+"""Gathering the candidate pool for a query: dense and full-text neighbours in one time slice.
+
+The only I/O of the read path. Ranking the pool (`rank.py`) is pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from chronomem.records import MemoryRecord
+from chronomem.storage import Filter, MemoryStore
+
+#: Candidates each channel contributes before ranking.
+CANDIDATE_POOL = 50
+
+
+@dataclass
+class Candidate:
+    """A memory that one or both channels found, with its evidence."""
+
+    record: MemoryRecord
+    dense: float | None  # cosine similarity to the query, when the dense channel found it
+    lexical: float | None = None  # BM25 score when the full-text channel found it
+    dense_rank: int | None = None  # 1-based rank in the dense channel, when it found it
+    lexical_rank: int | None = None
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def gather(
+    store: MemoryStore, query_text: str, query_vector: Sequence[float], flt: Filter, pool: int = CANDIDATE_POOL
+) -> list[Candidate]:
+    """Union of the dense and full-text top-`pool` rows passing `flt`.
+
+    Dense candidates carry their vectors (ranking compares them); reading vectors for the
+    full-text ones as well would cost more than it changes.
+    """
+    dense = store.vector_search(query_vector, flt, pool, with_vectors=True)
+    lexical = store.text_search(query_text, flt, pool)
+    found: dict[str, Candidate] = {}
+    for rank, (record, score) in enumerate(dense, start=1):
+        found[record.id] = Candidate(record, score, dense_rank=rank)
+    for rank, (record, score) in enumerate(lexical, start=1):
+        candidate = found.get(record.id)
+        if candidate is None:
+            candidate = found[record.id] = Candidate(record, None)
+        candidate.lexical = score
+        candidate.lexical_rank = rank
+    return list(found.values())

@@ -1,0 +1,232 @@
+"""Ranking a candidate pool: pure functions, no I/O, testable without a store.
+
+1. **Abstain** when the query names something (an identifier, a mixed-case or
+   hyphenated name) that appears nowhere in the searched slice, or when neither
+   channel found anything close.
+2. **Fuse** the dense, lexical and exact-entity rankings by weighted reciprocal rank
+   fusion (weights in `RankConfig`, chosen on the dev data and shown in the ablation).
+3. **Demote** memories that are about another project of the store (they name it, not ours).
+4. **Let the newer win**: among the leading candidates that are about the same thing
+   as the best one (similar vectors, or sharing the entity the query names), the one
+   valid latest comes first — oldest first when the query asks for a history, and no
+   reordering for a question about an event ("when did we…").
+5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from chronomem.retrieval.candidates import Candidate, cosine
+from chronomem.retrieval.fusion import rrf
+from chronomem.retrieval.terms import entities, terms
+
+
+@dataclass(frozen=True)
+class RankConfig:
+    """Tunable constants of the read path; defaults chosen on the dev split (see eval/)."""
+
+    dense_weight: float = 0.25
+    lexical_weight: float = 1.0
+    entity_weight: float = 1.0
+    rrf_k: int = 60
+    fact_boost: float = 1.1  # multiplies a fact's fused score: facts lead at equal evidence
+    foreign_penalty: float = 0.5  # multiplies the score of a memory about another project
+    group_size: int = 4  # leading candidates considered for "the newer wins"
+    history_group_size: int = 8
+    same_topic_cosine: float = 0.6  # vectors this close to the best candidate's are about the same thing
+    dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
+    coverage_slack: float = 0.34  # a similar newer memory must cover the query's terms as well as the best
+    entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
+    hedge_penalty: float = 0.85  # multiplies the score of a note that mentions without asserting
+    distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
+
+
+DEFAULT_CONFIG = RankConfig()
+
+
+@dataclass
+class QueryInfo:
+    """What ranking needs to know about the query, beyond its text."""
+
+    text: str
+    intent: str = "current"  # "current" | "past" | "event" | "history" (see temporal.read_time)
+    project_names: tuple[str, ...] = ()  # names of the projects being searched
+    other_project_names: tuple[str, ...] = ()  # names of the store's other projects
+    missing_entities: tuple[str, ...] = ()  # names in the query found nowhere in the slice
+
+
+@dataclass
+class Ranked:
+    candidate: Candidate
+    score: float
+    channels: list[str] = field(default_factory=list)
+    foreign: bool = False
+    hedged: bool = False
+
+
+@dataclass
+class Ranking:
+    items: list[Ranked]
+    abstained: bool
+    reason: str = ""
+
+
+def query_entities(query: QueryInfo) -> set[str]:
+    return entities(query.text, ignore=set(query.project_names) | set(query.other_project_names))
+
+
+def missing_from(names: Iterable[str], pool: Iterable[Candidate]) -> list[str]:
+    """The names that no candidate's text contains (case-insensitive)."""
+    blob = "\n".join(c.record.content.lower() for c in pool)
+    return [n for n in names if n not in blob]
+
+
+def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_CONFIG) -> Ranking:
+    if not pool:
+        return Ranking([], True, "nothing in the slice")
+    if query.missing_entities:
+        return Ranking([], True, "never mentioned: " + ", ".join(query.missing_entities))
+    best_dense = max((c.dense for c in pool if c.dense is not None), default=0.0)
+    lexical_hits = [c for c in pool if c.lexical_rank is not None]
+    if best_dense < config.dense_floor and not lexical_hits:
+        return Ranking([], True, "no close match")
+
+    wanted = distinctive(query_entities(query), pool, config)
+    items = _fuse(pool, wanted, config)
+    _demote_foreign(items, query, config)
+    for item in items:
+        if hedged(item.candidate.record.content):
+            item.hedged = True
+            item.score *= config.hedge_penalty
+    items.sort(key=lambda r: (-r.score, r.candidate.record.id))
+    items = _newer_wins(items, wanted, query_terms(query), query.intent, config)
+    return Ranking(_collapse(items), False)
+
+
+def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> set[str]:
+    """The names that single out a few candidates; one most of the pool mentions (a speaker, the
+    project itself) says nothing about which memory is meant."""
+    limit = max(3, int(len(pool) * config.distinctive_share))
+    texts = [c.record.content.lower() for c in pool]
+    return {n for n in names if sum(n in t for t in texts) <= limit}
+
+
+def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig) -> list[Ranked]:
+    dense = sorted((c for c in pool if c.dense_rank is not None), key=lambda c: c.dense_rank or 0)
+    lexical = sorted((c for c in pool if c.lexical_rank is not None), key=lambda c: c.lexical_rank or 0)
+    rankings = {"dense": [c.record.id for c in dense], "lexical": [c.record.id for c in lexical]}
+    if wanted:
+        matched = [(sum(1 for e in wanted if e in c.record.content.lower()), c) for c in pool]
+        exact = sorted(
+            ((n, c) for n, c in matched if n),
+            key=lambda nc: (-nc[0], nc[1].lexical_rank or 10**6, nc[1].dense_rank or 10**6),
+        )
+        rankings["entity"] = [c.record.id for _, c in exact]
+    weights = {"dense": config.dense_weight, "lexical": config.lexical_weight, "entity": config.entity_weight}
+    by_id = {c.record.id: c for c in pool}
+    out = []
+    for f in rrf(rankings, weights, config.rrf_k):
+        candidate = by_id[f.id]
+        boost = config.fact_boost if candidate.record.kind == "fact" else 1.0
+        out.append(Ranked(candidate, f.score * boost, sorted(f.ranks)))
+    return out
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text) is not None
+
+
+def _demote_foreign(items: list[Ranked], query: QueryInfo, config: RankConfig) -> None:
+    if not query.other_project_names:
+        return
+    for item in items:
+        text = item.candidate.record.content.lower()
+        if any(_mentions(text, o) for o in query.other_project_names) and not any(
+            _mentions(text, own) for own in query.project_names
+        ):
+            item.foreign = True
+            item.score *= config.foreign_penalty
+
+
+def _newer_wins(
+    items: list[Ranked], wanted: set[str], asked: set[str], intent: str, config: RankConfig
+) -> list[Ranked]:
+    if len(items) < 2 or intent == "event":
+        return items
+    top = items[0].candidate
+    top_vector = top.record.vector
+    top_names = {e for e in wanted if e in top.record.content.lower()}
+    size = config.history_group_size if intent == "history" else config.group_size
+    top_cover = coverage(asked, top.record.content)
+    group = [items[0]]
+    for item in items[1:size]:
+        c = item.candidate
+        if item.foreign or item.hedged:
+            continue
+        names = {e for e in wanted if e in c.record.content.lower()}
+        if top_names and not names:
+            continue  # the best match names what was asked; this one does not
+        cover = coverage(asked, c.record.content)
+        if top_names and names & top_names and cover >= top_cover - config.entity_coverage_slack:
+            group.append(item)  # the same named thing, and still about what was asked of it
+            continue
+        similar = (
+            top_vector is not None
+            and c.record.vector is not None
+            and cosine(top_vector, c.record.vector) >= config.same_topic_cosine
+        )
+        if similar and cover >= top_cover - config.coverage_slack:
+            group.append(item)
+    if len(group) < 2:
+        return items
+    ordered = sorted(group, key=lambda r: r.candidate.record.valid_at, reverse=intent != "history")
+    members = {id(r) for r in group}
+    return ordered + [r for r in items if id(r) not in members]
+
+
+def query_terms(query: QueryInfo) -> set[str]:
+    ignore = set(query.project_names) | set(query.other_project_names)
+    return {t for t in terms(query.text) if t not in ignore}
+
+
+def coverage(asked: set[str], text: str) -> float:
+    """Share of the query's terms that `text` contains."""
+    if not asked:
+        return 1.0
+    return len(asked & set(terms(text))) / len(asked)
+
+
+_HEDGES = re.compile(
+    r"\b(?:asked (?:about|whether|if)|just a question|no decision|not (?:yet )?decided|unrelated|not relevant|"
+    r"interesting,? not|blog post|on a forum|(?:old|outdated) (?:wiki|doc|page)|another team|somebody else|"
+    r"someone (?:else|suggested|recommended|on)|recommended|while experimenting|tried .{0,80}? but|"
+    r"not the (?:real|actual|correct|right)|for comparison|not ours|might|maybe|perhaps|some day|someday|"
+    r"nothing worth|typo fix|reading (?:a|through))\b",
+    re.I,
+)
+
+
+def hedged(text: str) -> bool:
+    """A note that mentions a thing without asserting it: a question, a rumour, an experiment, a comparison."""
+    return _HEDGES.search(text) is not None
+
+
+def _collapse(items: list[Ranked]) -> list[Ranked]:
+    """Drop a chunk that a higher-ranked fact came from, and repeats of the same text."""
+    out: list[Ranked] = []
+    covered: set[str] = set()
+    seen_text: set[str] = set()
+    for item in items:
+        record = item.candidate.record
+        key = " ".join(record.content.lower().split())
+        duplicate = key in seen_text
+        seen_text.add(key)
+        if duplicate or record.id in covered or (record.revision_of and record.revision_of in covered):
+            continue
+        out.append(item)
+        if record.kind == "fact":
+            covered.update(record.source_ids)
+    return out

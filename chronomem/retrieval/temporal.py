@@ -1,0 +1,125 @@
+"""What a query says about time: the moment it names, and whether it asks about now, then, or change.
+
+`read_time` finds dated phrasing ("on May 10, 2024", "in March", "as of 2024-05-01",
+"3 weeks ago", "last week") and returns the query without it — so dates do not skew
+lexical and dense matching — plus the moment it names, which narrows the slice. It
+also classifies the intent, which decides how ranking treats newer and older memories
+about the same thing: `current` (the default: what is true now — the newer wins),
+`past` (a dated question: what was true then — the newer within that slice wins),
+`event` (past tense with no date, "when did we…": about something that happened, so
+recency says nothing), or `history` (how something changed — oldest first).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from chronomem.records import UTC
+
+_MONTH = r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [
+            ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",), ("jun", "june"),
+            ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"),
+            ("nov", "november"), ("dec", "december"),
+        ],
+        start=1,
+    )
+    for m in names
+}
+_LEAD = r"\b(?:(?:back|as|way)\s+)?(?:on|in|around|at|of|by|during|since|before|after|as\s+of)?\s*"
+_PATTERNS = [
+    # 2024-05-10, 2024-05-10T12:00Z
+    re.compile(_LEAD + r"(?P<iso>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?)", re.I),
+    # May 10, 2024 / May 10th 2024 / 10 May 2024 / May 2024
+    re.compile(_LEAD + r"(?P<mon>" + _MONTH + r")\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4})\b", re.I),
+    re.compile(_LEAD + r"(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon>" + _MONTH + r")\.?,?\s+(?P<year>\d{4})\b", re.I),
+    re.compile(_LEAD + r"(?P<mon>" + _MONTH + r")\.?\s+(?P<year>\d{4})\b", re.I),
+    # in March (the latest March up to now; "may" alone is a verb far more often than a month)
+    re.compile(r"(?:(?:back|way)\s+)?(?:in|during|around|by|since|as\s+of)\s+(?P<bare>" + _MONTH.replace("may|", "") + r")\b(?!\s+\d)", re.I),
+    # 3 weeks ago, 2 days ago
+    re.compile(_LEAD + r"(?P<n>\d+|a|an|one|two|three|four|five|six)\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.I),
+    # last week / last month / yesterday
+    re.compile(_LEAD + r"(?P<rel>yesterday|last\s+(?:week|month|year))\b", re.I),
+]
+_WORD_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_HISTORY = re.compile(
+    r"\b(?:history|over time|changed|changes|evolv\w*|timeline|all the (?:values|versions)|"
+    r"every (?:value|version)|how has|how have|used to be)\b",
+    re.I,
+)
+_EVENT = re.compile(
+    r"\b(?:did|was|were|had|went|when|used to|previously|originally|formerly|back then|at the time|earlier|initially)\b",
+    re.I,
+)
+_SCAFFOLD = re.compile(r"\b(?:if i had checked out|if i had looked at|checked out|what did we have recorded as)\b", re.I)
+
+
+@dataclass(frozen=True)
+class TimeReading:
+    text: str  # the query without its dated phrase
+    at: datetime | None  # the moment the phrase names, if any
+    intent: str  # "current" | "past" | "event" | "history"
+
+
+def read_time(query: str, now: datetime) -> TimeReading:
+    """Split the dated phrase off `query` and classify what it asks about time."""
+    at: datetime | None = None
+    text = query
+    for pattern in _PATTERNS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        moment = _moment(match, now)
+        if moment is None:
+            continue
+        at = moment
+        text = (text[: match.start()] + " " + text[match.end():]).strip()
+        break
+    text = _SCAFFOLD.sub(" ", text)
+    text = re.sub(r"\s+([,?.!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
+    if _HISTORY.search(query):
+        intent = "history"
+    elif at is not None:
+        intent = "past"
+    elif _EVENT.search(query):
+        intent = "event"
+    else:
+        intent = "current"
+    return TimeReading(text or query, at, intent)
+
+
+def _moment(match: re.Match[str], now: datetime) -> datetime | None:
+    groups = match.groupdict()
+    try:
+        if groups.get("iso"):
+            value = datetime.fromisoformat(groups["iso"].replace("Z", "+00:00"))
+            return value if value.tzinfo else value.replace(tzinfo=UTC)
+        if groups.get("mon") and groups.get("year"):
+            month = _MONTHS[groups["mon"].lower().rstrip(".")]
+            year = int(groups["year"])
+            if groups.get("day"):
+                return datetime(year, month, int(groups["day"]), 12, tzinfo=UTC)
+            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+            return end - timedelta(microseconds=1)  # "in May 2024": as it stood by the end of May
+        if groups.get("bare"):
+            month = _MONTHS[groups["bare"].lower().rstrip(".")]
+            year = now.year if month <= now.month else now.year - 1
+            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+            return min(end - timedelta(microseconds=1), now)
+        if groups.get("unit"):
+            n = groups["n"].lower()
+            count = int(n) if n.isdigit() else _WORD_NUM[n]
+            days = {"day": 1, "week": 7, "month": 30, "year": 365}[groups["unit"].lower()] * count
+            return now - timedelta(days=days)
+        if groups.get("rel"):
+            rel = groups["rel"].lower()
+            days = 1 if rel == "yesterday" else {"week": 7, "month": 30, "year": 365}[rel.split()[-1]]
+            return now - timedelta(days=days)
+    except (ValueError, KeyError, OverflowError):
+        return None
+    return None

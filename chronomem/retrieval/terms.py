@@ -1,0 +1,99 @@
+"""Words of a query or memory as retrieval sees them: code-aware terms and named entities.
+
+`terms` keeps identifiers whole *and* split (`ERR_LEDGER_TIMEOUT` → `err_ledger_timeout`,
+`err`, `ledger`, `timeout`; `src/auth/` → `src/auth`, `src`, `auth`; `parseHTTPDate` →
+`parsehttpdate`, `parse`, `http`, `date`), drops stop words, and folds simple plurals.
+`entities` picks out what a question names — mixed-case words, identifiers, paths,
+versions, hyphenated names — the things whose absence from the store means it holds
+nothing on the subject.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing done down during each few for from further had has have
+    having he her here hers him his how i if in into is it its itself just me more most my myself no nor not
+    now of off on once only or other our ours out over own same she should so some such than that the their
+    theirs them then there these they this those through to too under until up very was we were what when
+    where which while who whom why will with would you your yours
+    anything something thing things know tell remind remember recall recorded stored notes note say said says
+    get got give show want wants like use uses used using right currently current still latest please quick
+    one""".split()
+)
+
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[_\-./:#@+][A-Za-z0-9]+)*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SPLIT = re.compile(r"[_\-./:#@+]+")
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import snowballstemmer  # the Snowball English stemmer: the same family LanceDB's full-text index uses
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def fold(word: str) -> str:
+    """Stem plain words so `ports`/`port` and `pinned`/`pin` meet; identifiers are left alone."""
+    if not word.isalpha():
+        return word
+    return str(_stemmer().stemWord(word))
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased, folded terms with identifiers both whole and split; stop words dropped."""
+    out: list[str] = []
+    for match in _TOKEN.finditer(text):
+        raw = match.group()
+        pieces = [raw]
+        if _SPLIT.search(raw):
+            pieces += [p for p in _SPLIT.split(raw) if p]
+        if any(c.isupper() for c in raw[1:]) and raw.isalnum():
+            pieces += _CAMEL.findall(raw)
+        for piece in dict.fromkeys(p.lower() for p in pieces):
+            if piece not in STOP_WORDS and (len(piece) > 1 or piece.isdigit()):
+                out.append(fold(piece))
+    return out
+
+
+_ENTITY = re.compile(r"`([^`]{2,80})`|([A-Za-z0-9]+(?:[_\-./:#@+][A-Za-z0-9]+)+/?)|\b([A-Za-z]*[A-Z][A-Za-z0-9]*)\b")
+_DATEISH = re.compile(r"^\d{1,4}(?:[-/.:]\d{1,4})*(?:z|am|pm|th|st|nd|rd)?$")
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday".split()
+)
+
+
+def entities(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> set[str]:
+    """Named things in `text` (lower-cased): identifiers, paths, versions, mixed-case and hyphenated names.
+
+    A capitalised word that only starts a sentence is not a name; dates, weekdays,
+    months, stop words and anything in `ignore` (e.g. project names) are skipped.
+    """
+    found: set[str] = set()
+    for match in _ENTITY.finditer(text):
+        raw = next(g for g in match.groups() if g)
+        if match.group(3) and re.fullmatch(r"[A-Z][a-z]+", raw):
+            before = text[: match.start()].rstrip()
+            if not before or before[-1] in ".?!:\"'(":
+                continue
+        value = raw.strip().strip(".,;:?!()'\"").lower()
+        if value.endswith("'s"):
+            value = value[:-2]
+        if (
+            len(value) < 2
+            or value in STOP_WORDS
+            or value in _MONTHS
+            or value in ignore
+            or _DATEISH.match(value)
+            or value.rstrip("s") in ignore
+        ):
+            continue
+        found.add(value)
+    return found

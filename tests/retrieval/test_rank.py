@@ -1,0 +1,73 @@
+"""Pure ranking: abstention on unknown names, entity matches, foreign projects, newer wins, collapse."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.retrieval.candidates import Candidate
+from chronomem.retrieval.rank import QueryInfo, rank
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def cand(text: str, *, days: int = 0, dense: float = 0.7, d_rank: int | None = 1, l_rank: int | None = 1,
+         vector: list[float] | None = None, kind: str = "chunk", sources: list[str] | None = None) -> Candidate:
+    record = MemoryRecord(
+        id=new_id(), kind=kind, project="p", content=text, valid_at=T0 + timedelta(days=days), created_at=T0,
+        vector=vector or [1.0, 0.0], source_ids=sources or [],
+    )
+    return Candidate(record, dense, lexical=1.0 if l_rank else None, dense_rank=d_rank, lexical_rank=l_rank)
+
+
+def texts(ranking) -> list[str]:
+    return [r.candidate.record.content for r in ranking.items]
+
+
+def test_empty_pool_and_unknown_names_abstain() -> None:
+    assert rank(QueryInfo("anything"), []).abstained
+    pool = [cand("The API listens on 8080.")]
+    outcome = rank(QueryInfo("Which port does billing-api use?", missing_entities=("billing-api",)), pool)
+    assert outcome.abstained and "billing-api" in outcome.reason
+
+
+def test_weak_dense_and_no_lexical_abstains() -> None:
+    pool = [cand("Lunch was nice.", dense=0.1, l_rank=None)]
+    assert rank(QueryInfo("deploy procedure"), pool).abstained
+    assert not rank(QueryInfo("deploy procedure"), [cand("Deploys use ArgoCD.", dense=0.6, l_rank=None)]).abstained
+
+
+def test_exact_identifier_beats_a_look_alike() -> None:
+    look_alike = cand("SES-6439 seen in somebody else's logs.", d_rank=1, l_rank=1, vector=[0.0, 1.0])
+    exact = cand("SES-6436 is fixed in PR #1885.", d_rank=2, l_rank=2, vector=[1.0, 0.0])
+    filler = [cand(f"filler {i}", d_rank=3 + i, l_rank=None, vector=[0.6, 0.8]) for i in range(10)]
+    outcome = rank(QueryInfo("What is the status of SES-6436?"), [look_alike, exact, *filler])
+    assert texts(outcome)[0] == "SES-6436 is fixed in PR #1885."
+
+
+def test_memories_about_another_project_are_demoted() -> None:
+    foreign = cand("In Pinecask, the lint command is biome check.", d_rank=1, l_rank=1, vector=[0.0, 1.0])
+    ours = cand("Lint with ruff check.", d_rank=2, l_rank=2)
+    info = QueryInfo("What is the lint command?", project_names=("brambleway",), other_project_names=("pinecask",))
+    outcome = rank(info, [foreign, ours])
+    assert texts(outcome)[0] == "Lint with ruff check." and outcome.items[1].foreign
+
+
+def test_newer_wins_among_memories_about_the_same_thing() -> None:
+    old = cand("Port for audit-svc is 6010.", days=0, d_rank=1, l_rank=1)
+    new = cand("audit-svc listens on port 7494.", days=30, d_rank=2, l_rank=2)
+    other = cand("Port for billing-worker is 5180.", days=60, d_rank=3, l_rank=3, vector=[0.0, 1.0])
+    current = rank(QueryInfo("Which port does audit-svc listen on?"), [old, new, other])
+    assert texts(current)[:2] == ["audit-svc listens on port 7494.", "Port for audit-svc is 6010."]
+    history = rank(QueryInfo("How has the port of audit-svc changed?", intent="history"), [new, old, other])
+    assert texts(history)[:2] == ["Port for audit-svc is 6010.", "audit-svc listens on port 7494."]
+    event = rank(QueryInfo("When did audit-svc use port 6010?", intent="event"), [old, new, other])
+    assert texts(event)[0] == "Port for audit-svc is 6010."
+
+
+def test_a_chunk_collapses_into_its_fact_and_duplicates_into_one() -> None:
+    chunk = cand("Tests run with nox -s tests.", d_rank=2, l_rank=2)
+    fact = cand("p test command: nox -s tests", kind="fact", sources=[chunk.record.id], d_rank=1, l_rank=1)
+    twin = cand("Tests run with  nox -s tests.", d_rank=3, l_rank=3)
+    outcome = rank(QueryInfo("how do we run the tests"), [chunk, fact, twin])
+    assert texts(outcome) == ["p test command: nox -s tests"]

@@ -1,0 +1,54 @@
+"""Code-aware terms, named entities, and the time a query names."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from chronomem.records import UTC
+from chronomem.retrieval.temporal import read_time
+from chronomem.retrieval.terms import entities, fold, terms
+
+NOW = datetime(2024, 8, 20, tzinfo=UTC)
+
+
+def test_identifiers_are_kept_whole_and_split() -> None:
+    got = terms("ERR_LEDGER_TIMEOUT in src/auth/ from parseHTTPDate, v1.2.3")
+    for expected in ("err_ledger_timeout", "err", "ledger", "timeout", "src/auth", "auth", "parsehttpdate", "parse", "http", "date", "v1.2.3"):
+        assert fold(expected) in got
+    assert "the" not in terms("the port") and terms("ports") == terms("port") and terms("pinned") == terms("pin")
+    assert fold("ERR_X") == "ERR_X"  # identifiers are not stemmed
+
+
+def test_entities_are_the_named_things() -> None:
+    assert entities("Which GraphQL schema file does Brambleway use?", ignore={"brambleway"}) == {"graphql"}
+    assert entities("What port is catalog-svc on?") == {"catalog-svc"}
+    assert entities("Find notes that mention `INC-6653`.") == {"inc-6653"}
+    assert entities("What was it on 2024-05-30, in May?") == set()
+    assert entities("Where is the lint step?") == set()
+
+
+@pytest.mark.parametrize(
+    ("query", "at", "text", "intent"),
+    [
+        ("Back on July 3, 2024, what was the pinned version of requests?", datetime(2024, 7, 3, 12, tzinfo=UTC),
+         "what was the pinned version of requests?", "past"),
+        ("What was the language for Brambleway on 2024-05-30?", datetime(2024, 5, 30, tzinfo=UTC),
+         "What was the language for Brambleway?", "past"),
+        ("what was the test command in March?", datetime(2024, 3, 31, 23, 59, 59, 999999, tzinfo=UTC),
+         "what was the test command?", "past"),
+        ("How has the auth directory changed over time?", None, "How has the auth directory changed over time?", "history"),
+        ("When did we move to nox?", None, "When did we move to nox?", "event"),
+        ("Which port does audit-svc use?", None, "Which port does audit-svc use?", "current"),
+        ("May I ask which port it is?", None, "May I ask which port it is?", "current"),
+    ],
+)
+def test_read_time(query: str, at: datetime | None, text: str, intent: str) -> None:
+    reading = read_time(query, NOW)
+    assert (reading.at, reading.text, reading.intent) == (at, text, intent)
+
+
+def test_relative_phrases() -> None:
+    reading = read_time("What did we decide 3 weeks ago about caching?", NOW)
+    assert reading.at == datetime(2024, 7, 30, tzinfo=UTC) and reading.text == "What did we decide about caching?"
