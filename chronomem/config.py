@@ -43,6 +43,8 @@ class Settings:
     model_wait_seconds: float = DEFAULT_MODEL_WAIT_SECONDS
     max_content_chars: int = MAX_CONTENT_CHARS
     log_level: str = "WARNING"
+    #: What `remember` does with secrets in its input: redact (default), reject or allow (CHRONOMEM_SECRETS).
+    secrets_mode: str = "redact"
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -67,6 +69,7 @@ class Settings:
             model_wait_seconds=_float(env.get("CHRONOMEM_MODEL_WAIT"), DEFAULT_MODEL_WAIT_SECONDS),
             max_content_chars=int(_float(env.get("CHRONOMEM_MAX_CONTENT_CHARS"), MAX_CONTENT_CHARS)),
             log_level=env.get("CHRONOMEM_LOG_LEVEL", "WARNING").upper(),
+            secrets_mode=env.get("CHRONOMEM_SECRETS", "redact").strip().lower() or "redact",
         )
 
 

@@ -1,4 +1,5 @@
-"""Storage: the one LanceDB table `memories`, its schema, safe filters and bi-temporal writes.
+"""Storage: the one LanceDB table `memories`, its schema, safe filters and bi-temporal writes;
+export/import/purge (`portable`) and health checks and repair (`doctor`).
 
 Owns every LanceDB call in the project. Never imports MCP, the embedder or the tools.
 """

@@ -1,0 +1,195 @@
+"""CLI-only data administration: `purge`, `export`, `import` and `doctor`.
+
+These act on a whole store and some destroy data, so they are commands a person runs,
+never MCP tools an agent can call. They reach LanceDB only through
+`chronomem.storage.portable` and `chronomem.storage.doctor`. Prompts and progress go
+to stderr; stdout carries only the result (or the export itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+from chronomem.config import Settings
+from chronomem.errors import InvalidInput, StoreError
+
+COMMANDS = ("purge", "export", "import", "doctor")
+#: Exit code of `doctor` when the store is damaged (and, with --repair, could not be fixed).
+EXIT_DAMAGED = 1
+
+
+def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Register the administration commands on the `chronomem` sub-command parser."""
+    p = sub.add_parser(
+        "purge",
+        parents=[common],
+        help="delete memories for good, including from the store's history (asks first)",
+        description="Hard-delete memories by id, by project, or by a text they contain, with every revision of them "
+        "and every fact derived from them, and erase them from old table versions and index files. "
+        "--project alone purges that whole project; with --query it limits the search to that project "
+        "(without it, --query searches all projects). Stop other chronomem processes on the store first: "
+        "a purge ends the old versions they may be reading.",
+    )
+    p.add_argument("--id", action="append", dest="ids", metavar="ID", default=[], help="a memory id (repeatable)")
+    p.add_argument("--query", help="purge every memory whose text contains this (case-insensitive substring)")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    p = sub.add_parser("export", parents=[common], help="write every memory as JSON lines (no vectors), ordered by id")
+    p.add_argument("--out", metavar="FILE", help="write here instead of standard output")
+
+    p = sub.add_parser("import", parents=[common], help="load an export into an empty store (vectors recomputed)")
+    p.add_argument("file", metavar="FILE", help="an export from `chronomem export`; '-' reads standard input")
+
+    p = sub.add_parser("doctor", parents=[common], help="check that the store opens and reads; --repair fixes what it can")
+    p.add_argument("--repair", action="store_true", help="roll back to the newest readable version (never deletes)")
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "doctor":
+        return _doctor(args, settings)
+    from chronomem.service import MemoryService
+
+    if args.command in ("export", "purge") and not settings.store_path.exists():
+        raise StoreError(f"no store at {settings.store_path}: pass --store or set CHRONOMEM_HOME")
+    svc = MemoryService(settings)
+    if args.command == "export":
+        return _export(svc, args.out)
+    if args.command == "import":
+        return _import(svc, args.file, args.json)
+    return _purge(svc, args)
+
+
+# ---------------------------------------------------------------------------- export / import
+
+
+def _export(svc: Any, out: str | None) -> int:
+    from chronomem.storage.portable import export_lines
+
+    store = svc.store
+    if out is None:
+        count = _write_lines(export_lines(store), sys.stdout)
+    else:
+        target = Path(out)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                count = _write_lines(export_lines(store), handle)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        print(f"exported {count} memories to {target}", file=sys.stderr)
+    return 0
+
+
+def _write_lines(lines: Any, handle: TextIO) -> int:
+    count = 0
+    for line in lines:
+        handle.write(line + "\n")
+        count += 1
+    return count
+
+
+def _import(svc: Any, file: str, as_json: bool) -> int:
+    from tqdm import tqdm
+
+    from chronomem.storage.portable import import_records, read_export, require_empty
+
+    try:
+        if file == "-":
+            records = read_export(sys.stdin)
+        else:
+            with open(file, encoding="utf-8") as handle:
+                records = read_export(handle)
+    except FileNotFoundError:
+        raise InvalidInput(f"no such file: {file}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{file} is not UTF-8 text: not a chronomem export") from None
+    store = svc.store
+    require_empty(store)
+    with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr) as bar:
+        count = import_records(store, records, svc.embedder.embed, progress=bar.update)
+    if as_json:
+        print(json.dumps({"imported": count, "store": str(store.path)}))
+    else:
+        print(f"imported {count} memories into {store.path}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- purge
+
+
+def _purge(svc: Any, args: argparse.Namespace) -> int:
+    from chronomem.storage.portable import erase, plan_purge
+    from chronomem.tools.validate import memory_id
+
+    ids = [memory_id(i) for i in args.ids]
+    project = args.project
+    if not ids and args.query is None and not project:
+        raise InvalidInput("say what to purge: --id ID, --query TEXT, or --project NAME")
+    if ids and project and args.query is None:
+        raise InvalidInput("pass --id or --project, not both (--project with --query limits the search)")
+    store = svc.store
+    with svc.writing():
+        plan = plan_purge(
+            store,
+            ids=ids,
+            projects=[project] if project and args.query is None and not ids else [],
+            query=args.query,
+            query_projects=[project] if project and args.query is not None else None,
+        )
+        if not plan.rows:
+            print("nothing matches; nothing was purged", file=sys.stderr)
+            if args.json:
+                print(json.dumps({"purged": 0, "ids": []}))
+            return 0
+        if not args.yes:
+            _confirm(plan.rows)
+        report = erase(store, plan)
+    if args.json:
+        print(json.dumps({"purged": report.removed, "ids": plan.ids, "reasons_scrubbed": report.reasons_scrubbed}))
+    else:
+        line = f"purged {report.removed} memories ({report.kept} remain); older table versions and index files erased"
+        if report.reasons_scrubbed:
+            line += f"; blanked the reason of {report.reasons_scrubbed} memories that quoted them"
+        print(line)
+    return 0
+
+
+def _confirm(rows: list[Any]) -> None:
+    if not sys.stdin.isatty():
+        raise InvalidInput(
+            f"purge would delete {len(rows)} memories for good; there is no terminal to confirm on, so pass --yes"
+        )
+    err = sys.stderr
+    print(f"These {len(rows)} memories (with their revisions and derived facts) will be deleted for good:", file=err)
+    for row in rows[:20]:
+        text = " ".join(row.content.split())
+        print(f"  {row.id} {row.kind:5} {row.project}: {text[:70]}{'…' if len(text) > 70 else ''}", file=err)
+    if len(rows) > 20:
+        print(f"  … and {len(rows) - 20} more", file=err)
+    print("They are also erased from the store's history (older versions). Type 'yes' to purge: ", end="", file=err)
+    err.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise InvalidInput("purge cancelled; nothing was deleted")
+
+
+# ---------------------------------------------------------------------------- doctor
+
+
+def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from chronomem.storage.doctor import check, repair
+
+    report = repair(settings.store_path) if args.repair else check(settings.store_path)
+    if args.json:
+        print(json.dumps(report.__dict__, indent=2))
+    else:
+        print(report.text())
+    return 0 if report.ok else EXIT_DAMAGED

@@ -1,0 +1,150 @@
+"""Who may reach the network transports (SSE, streamable HTTP), and from where.
+
+- Loopback by default. Binding to any other address needs a bearer token (`--token` or
+  `CHRONOMEM_TOKEN`, 16+ characters); without one the server refuses to start.
+- With a token set, every HTTP request must carry `Authorization: Bearer <token>`; others
+  get 401 before reaching MCP (constant-time comparison).
+- DNS rebinding: the `Host` and `Origin` headers are checked by `mcp`'s transport security
+  against loopback names, the bound address, and `CHRONOMEM_ALLOWED_HOSTS` /
+  `CHRONOMEM_ALLOWED_ORIGINS` (comma-separated; `*` turns the check off). A foreign Host
+  gets 421, a foreign Origin 403.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+from chronomem.errors import ChronomemError
+
+MIN_TOKEN_CHARS = 16
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_WILDCARD_BINDS = ("0.0.0.0", "::", "")
+
+
+class ExposureError(ChronomemError):
+    """The server would be reachable from the network without authentication."""
+
+
+def is_loopback(host: str) -> bool:
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Refuse (one line) a non-loopback bind without a token, and any token too short to be a secret."""
+    if token is not None and len(token.strip()) < MIN_TOKEN_CHARS:
+        raise ExposureError(
+            f"the bearer token must be at least {MIN_TOKEN_CHARS} characters; make one with "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    if not is_loopback(host) and not token:
+        raise ExposureError(
+            f"binding to {host or '0.0.0.0'} exposes this memory to the network: set CHRONOMEM_TOKEN "
+            "(or pass --token) to a secret of 16+ characters, or bind to 127.0.0.1"
+        )
+
+
+def _host_names(host: str) -> list[str]:
+    """Names a client may put in `Host` to reach a server bound to `host`."""
+    names = list(LOOPBACK_NAMES)
+    bare = host.strip().strip("[]")
+    if bare in _WILDCARD_BINDS:
+        for candidate in {socket.gethostname(), socket.getfqdn()}:
+            names.append(candidate)
+            try:
+                names.extend(info[4][0] for info in socket.getaddrinfo(candidate, None))
+            except OSError:
+                pass
+    elif not is_loopback(bare):
+        names.append(bare)
+    return list(dict.fromkeys(f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names))
+
+
+def transport_security(host: str, allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = ()) -> Any:
+    """`mcp` TransportSecuritySettings for a server bound to `host` (Host/Origin checks against DNS rebinding)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    extra_hosts = [h.strip() for h in allowed_hosts if h.strip()]
+    extra_origins = [o.strip() for o in allowed_origins if o.strip()]
+    if "*" in extra_hosts or "*" in extra_origins:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = _host_names(host) + extra_hosts
+    hosts = [h for n in names for h in (n, f"{n}:*")]
+    origins = [f"{scheme}://{n}{port}" for n in names for scheme in ("http", "https") for port in ("", ":*")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(hosts)),
+        allowed_origins=list(dict.fromkeys(origins + extra_origins)),
+    )
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware: HTTP and WebSocket requests without `Authorization: Bearer <token>` get 401."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.strip().encode()
+
+    def _authorized(self, scope: dict[str, Any]) -> bool:
+        for name, value in scope.get("headers") or []:
+            if name.lower() == b"authorization":
+                scheme, _, credential = value.partition(b" ")
+                if scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token):
+                    return True
+        return False
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket") or self._authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        body = json.dumps({"error": "unauthorized", "message": "send Authorization: Bearer <token>"}).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="chronomem"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def serve_network(
+    server: Any,
+    transport: str,
+    host: str,
+    port: int,
+    token: str | None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+) -> None:
+    """Serve `server` (an `MCPServer`) over SSE or streamable HTTP with the checks above; block until stopped."""
+    import anyio
+    import uvicorn
+
+    check_exposure(host, token)
+    security = transport_security(host, allowed_hosts, allowed_origins)
+    if transport == "sse":
+        app = server.sse_app(transport_security=security, host=host)
+    else:
+        app = server.streamable_http_app(transport_security=security, host=host)
+    if token:
+        app = BearerTokenMiddleware(app, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())
+    anyio.run(uvicorn.Server(config).serve)

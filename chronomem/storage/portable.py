@@ -1,0 +1,316 @@
+"""Data in and out of a store: JSONL export and import, and purge — the one hard delete.
+
+Export writes every row, every column but the vector, one JSON object per line, ordered
+by id, with times as fixed-width ISO 8601 UTC (microseconds, `Z`), so the same store
+always exports the same bytes. Import reads that back into an empty store in one commit,
+keeping ids, both time axes, supersession and revision links and provenance, and
+recomputing the vectors with the configured model.
+
+Purge removes rows for good: the matched rows, every revision of them and every fact
+derived from them. LanceDB deletes by marking rows in deletion files and keeps old
+versions, so the table is rewritten without those rows (one commit), its indexes are
+rebuilt, and every older version and unreferenced file is cleaned up at once; afterwards
+no file in the store directory holds the purged text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta
+from typing import Any
+
+from chronomem.errors import InvalidInput, NotFound, StoreError
+from chronomem.records import UTC, MemoryRecord
+from chronomem.storage.filters import Filter
+from chronomem.storage.schema import RESULT_COLUMNS
+from chronomem.storage.store import SCAN_LIMIT, VECTOR_INDEX_NAME, MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: Columns an export carries, in this order: all of them but the vector.
+EXPORT_COLUMNS: list[str] = list(RESULT_COLUMNS)
+_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
+_LISTS = ("source_ids", "tags", "paths")
+_FLOATS = ("salience", "confidence")
+_REQUIRED = ("id", "kind", "project", "content", "valid_at", "created_at")
+_BATCH = 500
+
+
+# ---------------------------------------------------------------------------- export
+
+
+def _time_text(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def export_lines(store: MemoryStore) -> Iterator[str]:
+    """One JSON line per row (no trailing newline), ordered by id."""
+    table = store._table.search().select(EXPORT_COLUMNS).limit(SCAN_LIMIT).to_arrow().sort_by("id")
+    for row in table.to_pylist():
+        record = MemoryRecord.from_row(row)
+        out: dict[str, Any] = {}
+        for name in EXPORT_COLUMNS:
+            value = getattr(record, name)
+            if name in _TIMES:
+                value = _time_text(value)
+            elif name in _FLOATS:
+                value = float(value)
+            out[name] = value
+        yield json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---------------------------------------------------------------------------- import
+
+
+def parse_line(line: str, number: int) -> MemoryRecord:
+    """One export line as a record without a vector; InvalidInput names the line and the problem."""
+    where = f"line {number}"
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{where}: not JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{where}: expected a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(EXPORT_COLUMNS))
+    if unknown:
+        raise InvalidInput(f"{where}: unknown column {unknown[0]!r} (not a chronomem export?)")
+    missing = [c for c in _REQUIRED if data.get(c) is None]
+    if missing:
+        raise InvalidInput(f"{where}: {missing[0]} is missing")
+    values: dict[str, Any] = {}
+    for name in EXPORT_COLUMNS:
+        value = data.get(name)
+        if name in _TIMES:
+            value = _parse_time(value, f"{where}: {name}")
+        elif name in _LISTS:
+            if value is None:
+                value = []
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InvalidInput(f"{where}: {name} must be a list of strings")
+        elif name in _FLOATS:
+            if value is None:
+                value = 1.0
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidInput(f"{where}: {name} must be a number")
+            value = float(value)
+        elif value is not None and not isinstance(value, str):
+            raise InvalidInput(f"{where}: {name} must be a string")
+        values[name] = value
+    if values["kind"] not in ("chunk", "fact"):
+        raise InvalidInput(f"{where}: kind must be chunk or fact")
+    names = {f.name for f in fields(MemoryRecord)}
+    return MemoryRecord(**{k: v for k, v in values.items() if k in names})
+
+
+def _parse_time(value: Any, where: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{where} must be an ISO 8601 string")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInput(f"{where} is not an ISO 8601 time: {value[:40]!r}") from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(f"{where} has no time zone")
+    return parsed.astimezone(UTC)
+
+
+def read_export(lines: Iterable[str]) -> list[MemoryRecord]:
+    """Every record of an export, checked (JSON, columns, types, unique ids)."""
+    records: list[MemoryRecord] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        record = parse_line(line, number)
+        if record.id in seen:
+            raise InvalidInput(f"line {number}: id {record.id} appears twice")
+        seen.add(record.id)
+        records.append(record)
+    return records
+
+
+def require_empty(store: MemoryStore) -> None:
+    held = store.count()
+    if held:
+        raise StoreError(f"import needs an empty store, and {store.path} holds {held} rows: pass --store with a new directory")
+
+
+def import_records(
+    store: MemoryStore,
+    records: Sequence[MemoryRecord],
+    embed: Callable[[list[str]], list[list[float]]],
+    progress: Callable[[int], None] | None = None,
+    batch_size: int = 64,
+) -> int:
+    """Embed `records` again and append them all in one commit; the store must be empty."""
+    require_empty(store)
+    ready: list[MemoryRecord] = []
+    for start in range(0, len(records), batch_size):
+        batch = records[start : start + batch_size]
+        vectors = embed([r.content for r in batch])
+        ready.extend(r.copy(vector=list(v), embed_model=store.embed_model) for r, v in zip(batch, vectors, strict=True))
+        if progress is not None:
+            progress(len(batch))
+    store.add(ready)
+    if ready:
+        store.optimize()
+    return len(ready)
+
+
+# ---------------------------------------------------------------------------- purge
+
+
+@dataclass
+class PurgePlan:
+    """What a purge does: rows to delete, and surviving rows whose `reason` quotes them (to be blanked)."""
+
+    rows: list[MemoryRecord]
+    scrub_reasons: list[str]
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.id for r in self.rows]
+
+
+@dataclass
+class PurgeReport:
+    removed: int
+    kept: int
+    reasons_scrubbed: int
+
+
+#: What a surviving row's `reason` becomes when it quoted purged text.
+SCRUBBED_REASON = "(reason removed by purge)"
+
+
+def _chunks(items: Sequence[str], size: int = _BATCH) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def _find_ids(store: MemoryStore, ids: Iterable[str]) -> list[MemoryRecord]:
+    out: list[MemoryRecord] = []
+    for part in _chunks(sorted(set(ids))):
+        out.extend(store.find(Filter().ids(part)))
+    return out
+
+
+def with_dependents(store: MemoryStore, seeds: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """`seeds` plus every revision of them (either way along `revision_of`) and every fact derived from them."""
+    found: dict[str, MemoryRecord] = {r.id: r for r in seeds}
+    frontier = list(found)
+    while frontier:
+        new: list[MemoryRecord] = []
+        for part in _chunks(frontier):
+            new.extend(store.find(Filter().revision_of(part)))
+            new.extend(store.find(Filter().derived_from(part)))
+        parents = [found[i].revision_of for i in frontier if found[i].revision_of]
+        new.extend(_find_ids(store, [p for p in parents if p not in found]))
+        frontier = []
+        for row in new:
+            if row.id not in found:
+                found[row.id] = row
+                frontier.append(row.id)
+    return sorted(found.values(), key=lambda r: r.id)
+
+
+def plan_purge(
+    store: MemoryStore,
+    *,
+    ids: Sequence[str] = (),
+    projects: Sequence[str] = (),
+    query: str | None = None,
+    query_projects: Sequence[str] | None = None,
+) -> PurgePlan:
+    """Rows to remove — by id, whole projects, or a case-insensitive substring of the text — with their
+    revisions and derived facts; and the surviving rows whose `reason` names one of them or holds the text
+    (a superseded fact's reason quotes its successor's value)."""
+    seeds: dict[str, MemoryRecord] = {}
+    if ids:
+        rows = _find_ids(store, ids)
+        missing = sorted(set(ids) - {r.id for r in rows})
+        if missing:
+            raise NotFound(f"no memory has id {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        seeds.update((r.id, r) for r in rows)
+    for project in projects:
+        seeds.update((r.id, r) for r in store.find(Filter().projects([project])))
+    if query is not None:
+        needle = query.casefold()
+        if not needle.strip():
+            raise InvalidInput("--query is empty")
+        flt = Filter().projects(query_projects) if query_projects is not None else Filter()
+        for row in store.find(flt):
+            if any(needle in (text or "").casefold() for text in (row.content, row.subject, row.object)):
+                seeds[row.id] = row
+    rows = with_dependents(store, list(seeds.values())) if seeds else []
+    gone = {r.id for r in rows}
+    needle = query.casefold() if query else None
+    scrub = [
+        r.id
+        for r in store.find(Filter())
+        if r.id not in gone
+        and r.reason
+        and (any(i in r.reason for i in gone) or (needle is not None and needle in r.reason.casefold()))
+    ]
+    return PurgePlan(rows=rows, scrub_reasons=scrub)
+
+
+def erase(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
+    """Rewrite the table without the plan's rows (and with its reasons blanked), rebuild its indexes and
+    drop every older version and stray file.
+
+    The caller holds the store's write lock. Other processes reading the store may fail one
+    read while their old version disappears; their next read opens the new one.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = store._table
+    indexes = list(table.list_indices())
+    everything = table.to_arrow()
+    drop = pa.array(sorted(set(plan.ids)), type=pa.string())
+    keep = everything.filter(pc.invert(pc.is_in(everything.column("id"), value_set=drop)))
+    if plan.scrub_reasons:
+        blank = set(plan.scrub_reasons)
+        reasons = [
+            SCRUBBED_REASON if row_id in blank else reason
+            for row_id, reason in zip(keep.column("id").to_pylist(), keep.column("reason").to_pylist(), strict=True)
+        ]
+        position = keep.schema.get_field_index("reason")
+        keep = keep.set_column(position, keep.schema.field("reason"), pa.array(reasons, type=pa.string()))
+    table.add(keep, mode="overwrite")
+    _rebuild_indexes(store, indexes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LanceDB warns that cleanup_older_than=0 ends old readers: intended
+        table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+    return PurgeReport(
+        removed=everything.num_rows - keep.num_rows, kept=keep.num_rows, reasons_scrubbed=len(plan.scrub_reasons)
+    )
+
+
+def _rebuild_indexes(store: MemoryStore, indexes: Sequence[Any]) -> None:
+    """An overwrite drops the indexes: build again the full-text one, the vector one if there was one,
+    and any scalar index; anything else is left to the consolidator, which recreates what it wants."""
+    store.ensure_indexes()
+    table = store._table
+    for index in indexes:
+        if index.name == "content_idx" or not index.columns:
+            continue
+        kind = str(index.index_type).upper().replace("LABELLIST", "LABEL_LIST")
+        try:
+            if index.name == VECTOR_INDEX_NAME:
+                store.build_vector_index()
+            elif kind in ("BTREE", "BITMAP", "LABEL_LIST"):
+                table.create_scalar_index(index.columns[0], index_type=kind, replace=True)
+            else:
+                log.warning("index %s was not rebuilt after the purge; upkeep recreates the indexes it needs", index.name)
+        except Exception as exc:  # a purge must still finish: the data is already gone
+            log.warning("index %s was not rebuilt after the purge: %s", index.name, exc)
