@@ -3,16 +3,26 @@
 Also fits each chunk's validity to the facts stated in it: when every one of them has
 ended (superseded, or placed in the past on arrival), the chunk ends then too, so the
 verbatim statement of an old value stops surfacing as current.
+
+With a `SlotMatcher` a fact named differently from an equivalent live slot is resolved
+against that slot (slots.py). Facts that disagree but must both stay live (an extracted
+value against an agent-stated one, or an ambiguous slot match) are flagged on both rows
+with a `cm:conflict:<id>` mark (marks.py), which `history` shows as `conflicts_with`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from datetime import datetime
 
+from chronomem.consolidate.marks import with_conflicts
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES, REINFORCE_STEP, plan_fact
 from chronomem.records import MemoryRecord
 from chronomem.storage import Filter, MemoryStore
+
+if TYPE_CHECKING:
+    from chronomem.consolidate.slots import SlotMatcher
 
 
 @dataclass
@@ -26,6 +36,7 @@ class FactOutcome:
     object: str
     supersedes: str | None = None
     closed_ids: tuple[str, ...] = ()
+    conflicts_with: tuple[str, ...] = ()
 
 
 def resolve_and_commit(
@@ -33,24 +44,45 @@ def resolve_and_commit(
     facts: list[MemoryRecord],
     now: datetime,
     extra_rows: list[MemoryRecord] | None = None,
+    matcher: SlotMatcher | None = None,
 ) -> list[FactOutcome]:
     """Resolve `facts` (in order) against their slots and write everything in one commit.
 
-    `extra_rows` (e.g. the chunk the facts came from) are written in the same commit.
+    `extra_rows` (e.g. the chunk the facts came from, or rows a retraction expires) are
+    written in the same commit, and slots are read as if they were already stored.
     """
     writes: dict[str, MemoryRecord] = {r.id: r for r in (extra_rows or [])}
     outcomes: list[FactOutcome] = []
     slot_cache: dict[tuple[str, str, str], list[MemoryRecord]] = {}
 
+    # Pass 1: where each fact resolves (semantic slot matching sees the facts before it as written).
+    matched: list[tuple[MemoryRecord, list[str]]] = []
+    provisional = dict(writes)
     for fact in facts:
         assert fact.subject is not None and fact.predicate is not None and fact.object is not None
-        key = (fact.project, fact.subject, fact.predicate)
-        if key not in slot_cache:
-            slot_cache[key] = store.find(
-                Filter().projects([fact.project]).slot(fact.subject, fact.predicate).known(now), with_vectors=True
-            )
-        rows = slot_cache[key]
+        flagged: list[str] = []
+        if matcher is not None:
+            match = matcher.match(fact, now, provisional)
+            fact, flagged = match.fact, match.conflicts
+        provisional[fact.id] = fact
+        matched.append((fact, flagged))
+    # Every slot the facts touch, read in one query, as it will be with this commit's rows.
+    wanted = {_slot_key(f) for f, _ in matched}
+    for project in sorted({k[0] for k in wanted}):
+        pairs = [(k[1], k[2]) for k in wanted if k[0] == project]
+        stored = store.find(Filter().projects([project]).slots(pairs).known(now), with_vectors=True)
+        stored_ids = {r.id for r in stored}
+        rows_in = [writes.get(r.id, r) for r in stored]
+        rows_in += [r for r in writes.values() if r.kind == "fact" and r.id not in stored_ids]
+        for key in wanted:
+            if key[0] == project:
+                slot_cache[key] = [r for r in rows_in if _slot_key(r) == key and r.expired_at is None]
+
+    for fact, flagged in matched:
+        assert fact.subject is not None and fact.predicate is not None and fact.object is not None
+        rows = slot_cache[_slot_key(fact)]
         plan = plan_fact(fact, rows, multi_valued=fact.predicate in MULTI_VALUED_PREDICATES)
+        flagged += [r.id for r in plan.conflicts if r.id not in flagged]
         if plan.reinforced is not None:
             target = writes.get(plan.reinforced.id, plan.reinforced)
             merged_sources = list(dict.fromkeys(target.source_ids + fact.source_ids))
@@ -69,17 +101,24 @@ def resolve_and_commit(
             rows.append(revision)
             closed_ids.append(old.id)
         assert plan.new_fact is not None
-        writes[plan.new_fact.id] = plan.new_fact
-        rows.append(plan.new_fact)
+        new_fact = plan.new_fact
+        if flagged:
+            new_fact = new_fact.copy(tags=with_conflicts(new_fact.tags, flagged))
+            for other in _flag(store, writes, flagged, new_fact.id):
+                _replace(rows, other)
+            plan.action = "conflict"
+        writes[new_fact.id] = new_fact
+        rows.append(new_fact)
         outcomes.append(
             FactOutcome(
                 plan.action,
-                plan.new_fact.id,
+                new_fact.id,
                 fact.subject,
                 fact.predicate,
                 fact.object,
-                supersedes=plan.new_fact.supersedes,
+                supersedes=new_fact.supersedes,
                 closed_ids=tuple(closed_ids),
+                conflicts_with=tuple(flagged),
             )
         )
 
@@ -87,6 +126,8 @@ def resolve_and_commit(
         writes[row.id] = row
 
     store.upsert(list(writes.values()))
+    if matcher is not None:
+        matcher.note_written(writes.values())
     return outcomes
 
 
@@ -126,6 +167,25 @@ def _fit_chunks_to_facts(store: MemoryStore, writes: dict[str, MemoryRecord], no
         out.append(MemoryStore.expired(chunk, now=now, reason=f"revised as {revision.id}: {reason}"))
         out.append(revision)
     return out
+
+
+def _flag(store: MemoryStore, writes: dict[str, MemoryRecord], ids: list[str], new_id: str) -> list[MemoryRecord]:
+    """Mark each live row of `ids` as conflicting with `new_id` (in `writes`); returns the marked rows."""
+    missing = [i for i in ids if i not in writes]
+    loaded = {r.id: r for r in store.find(Filter().ids(missing), with_vectors=True)} if missing else {}
+    marked = []
+    for memory_id in ids:
+        row = writes.get(memory_id) or loaded.get(memory_id)
+        if row is None or row.expired_at is not None:
+            continue
+        updated = row.copy(tags=with_conflicts(row.tags, [new_id]))
+        writes[updated.id] = updated
+        marked.append(updated)
+    return marked
+
+
+def _slot_key(row: MemoryRecord) -> tuple[str, str, str]:
+    return (row.project, row.subject or "", row.predicate or "")
 
 
 def _replace(rows: list[MemoryRecord], updated: MemoryRecord) -> None:

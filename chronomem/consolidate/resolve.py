@@ -6,7 +6,10 @@ Given a new fact and the slot's rows as currently known, decide what to write:
   new fact's `valid_at` (a revision row) and the new fact links `supersedes` to it;
 - an out-of-order arrival (a later fact is already known) ⇒ the new fact is placed
   in the past: its own validity ends where the next known fact begins;
-- multi-valued predicates accumulate: nothing is superseded.
+- multi-valued predicates accumulate: nothing is superseded;
+- a fact the agent stated outranks an extracted one (source `rules` / `llm`): an extracted
+  fact never closes a live agent fact with a different object — both stay live and the
+  plan names the agent facts as `conflicts`, which the caller flags on both rows.
 """
 
 from __future__ import annotations
@@ -24,15 +27,19 @@ MULTI_VALUED_PREDICATES = frozenset(
 #: How much a repeated statement adds to a fact's salience.
 REINFORCE_STEP = 0.5
 
+#: Sources whose facts were extracted by chronomem rather than stated by the agent.
+EXTRACTED_SOURCES = frozenset({"rules", "llm"})
+
 
 @dataclass
 class SlotPlan:
     """What one new fact does to its slot."""
 
-    action: str  # "added" | "reinforced" | "superseded" | "placed_in_past"
+    action: str  # "added" | "reinforced" | "superseded" | "placed_in_past" | "conflict"
     new_fact: MemoryRecord | None
     reinforced: MemoryRecord | None = None
     closed: list[tuple[MemoryRecord, datetime]] = field(default_factory=list)
+    conflicts: list[MemoryRecord] = field(default_factory=list)
 
 
 def plan_fact(new: MemoryRecord, slot_rows: list[MemoryRecord], multi_valued: bool = False) -> SlotPlan:
@@ -45,6 +52,10 @@ def plan_fact(new: MemoryRecord, slot_rows: list[MemoryRecord], multi_valued: bo
         return SlotPlan("reinforced", None, reinforced=min(same, key=lambda r: r.valid_at))
     if multi_valued:
         return SlotPlan("added", new)
+    protected: list[MemoryRecord] = []
+    if new.source in EXTRACTED_SOURCES:
+        protected = [r for r in valid_then if r.source not in EXTRACTED_SOURCES]
+        valid_then = [r for r in valid_then if r.source in EXTRACTED_SOURCES]
 
     later = sorted((r for r in slot_rows if r.valid_at > t), key=lambda r: r.valid_at)
     placed = new
@@ -60,4 +71,6 @@ def plan_fact(new: MemoryRecord, slot_rows: list[MemoryRecord], multi_valued: bo
         placed = placed.copy(supersedes=max((r for r, _ in closed), key=lambda r: r.valid_at).id)
         if action == "added":
             action = "superseded"
-    return SlotPlan(action, placed, closed=closed)
+    if protected:
+        action = "conflict"
+    return SlotPlan(action, placed, closed=closed, conflicts=protected)

@@ -1,12 +1,22 @@
 """The consolidator's scheduler: bounded background steps between tool calls, one per store.
 
 After every tool call the server pokes the runner. It waits until no call has been in
-flight for `idle_seconds`, then takes one bounded step (today: index upkeep when enough
-rows are unindexed) under a cross-process lock in the store directory, so several
-servers on one store never consolidate at once. A step already running finishes (a
-LanceDB optimize is one call, ~0.6 s at 100k rows) but none starts while calls flow.
-A crashed holder's lock is released by the OS with its process (flock), so it never
-blocks others for good.
+flight for `idle_seconds`, then takes one bounded step under a cross-process lock in the
+store directory, so several servers on one store never consolidate at once. A step
+already running finishes but none starts while calls flow. A crashed holder's lock is
+released by the OS with its process (flock), so it never blocks others for good.
+
+A step is the first of these that has work, cheapest and most urgent first:
+1. rules extraction over pending chunks (stage_rules.py; up to 48 chunks, ended early by a waiting call);
+2. LLM extraction when `CHRONOMEM_LLM_MODEL` is set (stage_llm.py; 8 chunks, ≤ 8 calls);
+3. recall hits → salience (salience.py; one commit);
+4. index upkeep: `optimize()` once 50 rows are unindexed (~0.6 s at 100k rows);
+5. the vector index, once the table is large (upkeep.py; tens of seconds, no write lock held).
+The bound on what a tool call waits for: reads never wait for the consolidator (they only
+share the CPU). A write waits for the write lock at most for the chunk being committed
+(the rules stage ends its batch as soon as a write is waiting, and releases the lock after
+`stage_rules.LOCK_HOLD_BUDGET` = 0.25 s in any case), for one salience commit, or for one
+`optimize()` (~0.6 s at 100k rows). LLM calls and vector-index builds never hold the lock.
 """
 
 from __future__ import annotations
@@ -14,16 +24,28 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
+from chronomem.consolidate.extract_llm import LLMConfig
+from chronomem.consolidate.salience import HitLog, apply_hits
+from chronomem.consolidate.slots import SlotMatcher
+from chronomem.consolidate.stage_rules import RulesStage
+from chronomem.consolidate.upkeep import (
+    UPKEEP_BACKLOG,
+    UPKEEP_MIN_UNINDEXED,
+    VECTOR_INDEX_MIN_ROWS,
+    needs_vector_index,
+)
+from chronomem.consolidate.watermark import ConsolidationState
 from chronomem.errors import ChronomemError
 from chronomem.service import MemoryService
 
 log = logging.getLogger(__name__)
 
 CONSOLIDATE_LOCK_NAME = ".consolidate.lock"
-#: Unindexed rows that make a full-text index refresh worthwhile.
-UPKEEP_MIN_UNINDEXED = 50
 #: Quiet time after the last tool call before a background step starts.
 IDLE_SECONDS = 0.25
 
@@ -32,14 +54,36 @@ IDLE_SECONDS = 0.25
 class StepReport:
     did: str
     seconds: float
+    detail: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 class Consolidator:
     """Runs consolidation steps on a daemon thread while the server is idle."""
 
-    def __init__(self, svc: MemoryService, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        svc: MemoryService,
+        idle_seconds: float = IDLE_SECONDS,
+        llm: LLMConfig | None | str = "env",
+        vector_index_min_rows: int = VECTOR_INDEX_MIN_ROWS,
+    ) -> None:
         self.svc = svc
         self.idle_seconds = idle_seconds
+        self.llm = LLMConfig.from_env() if llm == "env" else llm
+        assert self.llm is None or isinstance(self.llm, LLMConfig)
+        self.vector_index_min_rows = vector_index_min_rows
+        #: Ids recall returned, applied to salience by a later step.
+        self.hits = HitLog()
+        self._matcher: SlotMatcher | None = None
+        self._rules = RulesStage(svc, self.matcher)
+        self._llm_stage: Any = None
+        if self.llm is not None:
+            from chronomem.consolidate.extract_llm import LLMClient
+            from chronomem.consolidate.stage_llm import LLMStage
+
+            self._client = LLMClient(self.llm)
+            self._llm_stage = LLMStage(svc, self._client, self.matcher)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._in_flight = 0
@@ -53,12 +97,47 @@ class Consolidator:
         with self._state:
             self._in_flight += 1
 
-    def call_finished(self) -> None:
+    def call_finished(self, wake: bool = True) -> None:
+        """A call ended; with `wake`, the background thread (started on first use) gets its turn."""
         with self._state:
             self._in_flight -= 1
             self._last_call = time.monotonic()
-        self._wake.set()
-        self.start()
+        if wake:
+            self._wake.set()
+            self.start()
+
+    def record_hits(self, ids: Iterable[str], at: datetime | None = None) -> None:
+        """Note that recall returned these ids (cheap; salience is raised by a later step)."""
+        self.hits.record(ids, at or self.svc.now())
+
+    def matcher(self) -> SlotMatcher:
+        """The consolidator's slot matcher: with the LLM as judge of ambiguous slots when one is configured."""
+        store = self.svc.store
+        if self._matcher is None or self._matcher.store is not store:
+            self._matcher = SlotMatcher(store, self.svc.embedder, judge=self._judge if self.llm is not None else None)
+        return self._matcher
+
+    def _judge(self, new: Any, existing: Any) -> bool | None:
+        from chronomem.consolidate.extract_llm import (
+            BudgetExhausted,
+            CallBudget,
+            LLMError,
+            MalformedAnswer,
+            judge_messages,
+            parse_judgement,
+        )
+
+        if self._llm_stage is not None and self._llm_stage.paused():
+            return None
+        try:
+            return self._client.ask(judge_messages(new, existing), parse_judgement, CallBudget(self._client.config.max_attempts))
+        except (BudgetExhausted, LLMError, MalformedAnswer) as exc:
+            log.info("LLM could not judge slot %s/%s: %s", new.subject, new.predicate, exc)
+            return None
+
+    def _call_waiting(self) -> bool:
+        """A write of this process waits for the store's write lock (reads never wait for it)."""
+        return self.svc.write_waiters() > 0
 
     def _idle_for(self) -> float:
         with self._state:
@@ -109,25 +188,67 @@ class Consolidator:
             return None  # another process is consolidating this store
         try:
             start = time.perf_counter()
-            if store.unindexed_rows() >= UPKEEP_MIN_UNINDEXED:
-                with self.svc.writing():
-                    store.optimize()
-                report = StepReport("index upkeep", time.perf_counter() - start)
-                self.steps.append(report)
-                return report
-            return None
+            report = self._one_step(store)
+            if report is None:
+                return None
+            report.seconds = time.perf_counter() - start
+            self.steps.append(report)
+            if len(self.steps) > 2000:
+                del self.steps[:1000]
+            return report
         finally:
             lock.release()
+
+    def _one_step(self, store: Any) -> StepReport | None:
+        state = ConsolidationState.load(store.path)
+        if store.unindexed_rows() >= UPKEEP_BACKLOG:  # a long backlog: compact between batches, or reads slow down
+            with self.svc.writing():
+                store.optimize()
+            return StepReport("index upkeep", 0.0)
+        extracted = self._rules.run(state, should_yield=self._call_waiting)
+        if extracted is not None:
+            counts = {k: int(v) for k, v in vars(extracted).items()}
+            return StepReport("extract rules", 0.0, extracted.text(), counts)
+        if self._llm_stage is not None:
+            asked = self._llm_stage.run(state)
+            if asked is not None:
+                counts = {k: v for k, v in vars(asked).items() if isinstance(v, int)}
+                return StepReport("extract llm", 0.0, asked.text(), counts)
+        hits = self.hits.take()
+        if hits:
+            changed = apply_hits(self.svc, hits)
+            return StepReport("salience", 0.0, f"{changed} recall hit(s) reinforced", {"hits": changed})
+        if store.unindexed_rows() >= UPKEEP_MIN_UNINDEXED:
+            with self.svc.writing():
+                store.optimize()
+            return StepReport("index upkeep", 0.0)
+        rows = store.count()
+        trained = state.data.get("vector_index", {}).get("trained_rows") or store.vector_index_rows()
+        if needs_vector_index(rows, trained, min_rows=self.vector_index_min_rows):
+            store.build_vector_index()  # long, but without the write lock: calls keep flowing
+            state = ConsolidationState.load(store.path)
+            state.data["vector_index"] = {"trained_rows": rows}
+            state.save()
+            return StepReport("vector index", 0.0, f"trained on {rows} rows", {"rows": rows})
+        return None
 
     def run_to_completion(self, force_upkeep: bool = True) -> list[StepReport]:
         """Work until nothing is pending (for `chronomem consolidate`, CI and cron)."""
         done: list[StepReport] = []
         while (report := self.step()) is not None:
             done.append(report)
-        if force_upkeep and not done:
+        if force_upkeep and (not done or done[-1].did != "index upkeep"):
             store = self.svc.store
             start = time.perf_counter()
             with self.svc.writing():
                 store.optimize()
             done.append(StepReport("index upkeep", time.perf_counter() - start))
         return done
+
+    def pending_chunks(self) -> dict[str, int]:
+        """Chunks each extraction stage has yet to process (for status lines and tests)."""
+        from chronomem.consolidate.pending import pending
+
+        state = ConsolidationState.load(self.svc.store.path)
+        stages = ["rules"] + (["llm"] if self._llm_stage is not None else [])
+        return {s: len(pending(self.svc.store, state.mark(s), 1_000_000)) for s in stages}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chronomem.consolidate.marks import conflicts_of
 from chronomem.errors import InvalidInput, NotFound
 from chronomem.records import MemoryRecord, normalize_predicate, normalize_subject
 from chronomem.service import MemoryService
@@ -103,4 +104,5 @@ def _entry(r: MemoryRecord, now: Any, superseded_by: str | None = None) -> Histo
         revision_of=r.revision_of,
         source=r.source,
         reason=r.reason,
+        conflicts_with=conflicts_of(r.tags),
     )

@@ -1,4 +1,4 @@
-"""The consolidator's scheduler: upkeep between calls, one holder per store, CLI to completion."""
+"""The consolidator's scheduler: extraction then upkeep between calls, one holder per store, CLI to completion."""
 
 from __future__ import annotations
 
@@ -17,11 +17,19 @@ def fill(svc: MemoryService, n: int) -> None:
         remember(svc, f"Deploy note {i}: service-{i} rolls out with canary step {i % 7}.")
 
 
+def drain_extraction(runner: Consolidator) -> None:
+    """Steps until the pending chunks are extracted (extraction comes before upkeep)."""
+    while runner.pending_chunks()["rules"]:
+        report = runner.step()
+        assert report is not None and report.did == "extract rules"
+
+
 def test_step_folds_unindexed_rows_into_the_index(svc: MemoryService) -> None:
     fill(svc, UPKEEP_MIN_UNINDEXED)
     assert svc.store.unindexed_rows() == UPKEEP_MIN_UNINDEXED
     before = recall(svc, "canary step for service-7")
-    runner = Consolidator(svc)
+    runner = Consolidator(svc, llm=None)
+    drain_extraction(runner)
     report = runner.step()
     assert report is not None and report.did == "index upkeep"
     assert svc.store.unindexed_rows() == 0
@@ -32,7 +40,7 @@ def test_step_folds_unindexed_rows_into_the_index(svc: MemoryService) -> None:
 
 def test_background_thread_waits_for_quiet_then_works(svc: MemoryService) -> None:
     fill(svc, UPKEEP_MIN_UNINDEXED)
-    runner = Consolidator(svc, idle_seconds=0.3)
+    runner = Consolidator(svc, idle_seconds=0.3, llm=None)
     runner.call_started()
     runner.call_finished()
     runner.call_started()  # a call in flight: no step may start
@@ -40,10 +48,11 @@ def test_background_thread_waits_for_quiet_then_works(svc: MemoryService) -> Non
     assert runner.steps == []
     runner.call_finished()
     deadline = time.monotonic() + 20
-    while not runner.steps and time.monotonic() < deadline:
+    while (not runner.steps or runner.steps[-1].did != "index upkeep") and time.monotonic() < deadline:
         time.sleep(0.05)
     runner.stop()
-    assert [s.did for s in runner.steps] == ["index upkeep"]
+    dids = [s.did for s in runner.steps]
+    assert dids[-1] == "index upkeep" and set(dids[:-1]) == {"extract rules"}
 
 
 def test_one_consolidator_per_store(svc: MemoryService) -> None:
@@ -60,9 +69,10 @@ def test_one_consolidator_per_store(svc: MemoryService) -> None:
     t.start()
     held.wait(10)
     try:
-        assert Consolidator(svc).step() is None
+        assert Consolidator(svc, llm=None).step() is None
         assert svc.store.unindexed_rows() == UPKEEP_MIN_UNINDEXED
+        assert Consolidator(svc, llm=None).pending_chunks()["rules"] == UPKEEP_MIN_UNINDEXED
     finally:
         release.set()
         t.join()
-    assert Consolidator(svc).step() is not None
+    assert Consolidator(svc, llm=None).step() is not None

@@ -1,0 +1,239 @@
+"""Semantic slot matching: a new fact whose slot is named differently from an existing live slot.
+
+`test cmd` and `test_command` are one slot to a reader, but normalization alone cannot
+tell. When a new fact's exact slot (project, subject, predicate) holds nothing, the
+nearest live slots of its project are compared by the embedding similarity of their
+slot phrases ("<subject> <predicate words>"):
+
+- at or above `SAME_SLOT` (0.90) the new fact is resolved against that slot (it takes
+  the slot's subject and predicate, so history shows one chain);
+- in the ambiguous band [`AMBIGUOUS_SLOT` 0.80, 0.90) a judge (the LLM, when one is
+  configured and the caller is the background consolidator) decides; without one, both
+  stay live and, where their objects differ, are flagged as conflicting;
+- below 0.80 the slots are distinct.
+
+The thresholds come from all-MiniLM-L6-v2 on slot phrases: paraphrases of one attribute
+(`deploy command` / `deployment command` 0.97, `api port` / `api server port` 0.94) sit
+above 0.90; near-misses of different attributes (`staging url` / `production url` 0.85,
+`test command` / `test runner` 0.78) fall in or below the band, never above it. Slots
+whose identifier-like tokens differ (`checkout-api` / `checkout-worker`, `INC-5447` /
+`INC-4408`) are distinct whatever the similarity: embeddings blur exactly those.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
+from chronomem.embed import Embedder
+from chronomem.records import MemoryRecord, fact_sentence, normalize_object
+from chronomem.storage import Filter, MemoryStore
+
+#: Slot-phrase similarity at or above which two slot names mean the same attribute.
+SAME_SLOT = 0.90
+#: Lower edge of the ambiguous band (below: distinct slots).
+AMBIGUOUS_SLOT = 0.80
+#: Nearest live facts looked at when a project has too many slots not embedded yet to compare them all.
+CANDIDATES = 20
+#: Most slot phrases embedded for one match (the rest of a large project is searched instead).
+MAX_NEW_PHRASES = 64
+#: How long a project's slot list is reused before it is read again.
+SLOT_CACHE_SECONDS = 5.0
+
+#: Decides whether `new` belongs to the slot of `existing`: True, False, or None (could not tell).
+Judge = Callable[[MemoryRecord, MemoryRecord], "bool | None"]
+
+_IDENTIFIER = re.compile(r"\S*(?:\d|\w[-./:@#]\w)\S*")
+
+
+def slot_phrase(subject: str, predicate: str) -> str:
+    """The words a slot is compared by: `proj test command` for (proj, test_command)."""
+    return f"{subject} {predicate.replace('_', ' ')}".strip()
+
+
+def identifiers(phrase: str) -> frozenset[str]:
+    """Identifier-like tokens of a phrase (with a digit or inner punctuation): `checkout-api`, `inc-5447`."""
+    return frozenset(m.group(0).strip(".,;:").lower() for m in _IDENTIFIER.finditer(phrase))
+
+
+def classify(similarity: float, new_phrase: str, old_phrase: str) -> str:
+    """`same`, `ambiguous` or `distinct` for two slot phrases with this embedding similarity."""
+    if identifiers(new_phrase) != identifiers(old_phrase):
+        return "distinct"
+    if similarity >= SAME_SLOT:
+        return "same"
+    if similarity >= AMBIGUOUS_SLOT:
+        return "ambiguous"
+    return "distinct"
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+@dataclass
+class SlotMatch:
+    """The fact to resolve (renamed onto an equivalent slot, or as given) and live facts it conflicts with."""
+
+    fact: MemoryRecord
+    matched: tuple[str, str] | None = None
+    similarity: float | None = None
+    conflicts: list[str] = field(default_factory=list)
+
+
+class SlotMatcher:
+    """Finds the live slot a new fact semantically belongs to.
+
+    Keeps, per project, the set of slots that hold facts (refreshed after `SLOT_CACHE_SECONDS`,
+    or by `forget_slots`) and the embeddings of slot phrases, so a match is an in-memory
+    comparison, not a search. A stale slot list can only miss a rename, never misfile a fact:
+    resolution itself always reads the slot from the store.
+    """
+
+    def __init__(self, store: MemoryStore, embedder: Embedder, judge: Judge | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.judge = judge
+        #: Off while the caller holds the write lock: decisions made earlier are reused, none is asked for.
+        self.judging = True
+        self._decisions: dict[tuple[str, str, str, str, str], bool] = {}
+        self._vectors: dict[str, list[float]] = {}
+        self._slots: dict[str, tuple[float, set[tuple[str, str]]]] = {}
+        self._lock = threading.Lock()
+
+    def embed_phrases(self, phrases: Sequence[str]) -> dict[str, list[float]]:
+        """Embeddings of slot phrases (or any short texts), cached for the process."""
+        with self._lock:
+            missing = [p for p in dict.fromkeys(phrases) if p not in self._vectors]
+        if missing:
+            vectors = self.embedder.embed(missing)
+            with self._lock:
+                if len(self._vectors) > 50_000:
+                    self._vectors.clear()
+                self._vectors.update(zip(missing, vectors, strict=True))
+        with self._lock:
+            return {p: self._vectors[p] for p in phrases}
+
+    def forget_slots(self) -> None:
+        """Read every project's slot list again at the next match."""
+        with self._lock:
+            self._slots.clear()
+
+    def note_written(self, rows: Iterable[MemoryRecord]) -> None:
+        """Add the slots of facts just committed to the cached slot lists."""
+        with self._lock:
+            for row in rows:
+                cached = self._slots.get(row.project)
+                if cached is not None and row.kind == "fact" and row.subject and row.predicate:
+                    cached[1].add((row.subject, row.predicate))
+
+    def _project_slots(self, project: str, now: datetime) -> set[tuple[str, str]]:
+        with self._lock:
+            cached = self._slots.get(project)
+            if cached is not None and time.monotonic() - cached[0] < SLOT_CACHE_SECONDS:
+                return set(cached[1])
+        slots = self.store.slot_keys(Filter().projects([project]).kinds(["fact"]).known(now))
+        with self._lock:
+            self._slots[project] = (time.monotonic(), slots)
+            return set(slots)
+
+    def _candidates(self, fact: MemoryRecord, phrase: str, slots: set[tuple[str, str]], now: datetime) -> list[tuple[str, str]]:
+        """The slots worth comparing: all of the project's, or (when many are not embedded yet) the nearest."""
+        with self._lock:
+            unseen = sum(1 for key in slots if slot_phrase(*key) not in self._vectors)
+        if unseen <= MAX_NEW_PHRASES:
+            return sorted(slots)
+        vector = self.embed_phrases([phrase])[phrase]
+        base = Filter().projects([fact.project]).kinds(["fact"]).known(now)
+        near = self.store.vector_search(vector, base, CANDIDATES)
+        return sorted({(r.subject, r.predicate) for r, _ in near if r.subject and r.predicate})
+
+    def match(self, fact: MemoryRecord, now: datetime, pending: Mapping[str, MemoryRecord] | None = None) -> SlotMatch:
+        """Where `fact` resolves. `pending` holds rows written in the same commit (seen as stored)."""
+        assert fact.subject is not None and fact.predicate is not None
+        pending = pending or {}
+        new_rows = [r for r in pending.values() if r.kind == "fact" and r.expired_at is None and r.project == fact.project]
+        slots = self._project_slots(fact.project, now) | {(r.subject or "", r.predicate or "") for r in new_rows}
+        own = (fact.subject, fact.predicate)
+        if own in slots:
+            return SlotMatch(fact)  # the exact slot exists: cheap match first
+        phrase = slot_phrase(*own)
+        keys = [k for k in self._candidates(fact, phrase, slots, now) if k != own]
+        if not keys:
+            return SlotMatch(fact)
+        phrases = {key: slot_phrase(*key) for key in keys}
+        vectors = self.embed_phrases([phrase, *phrases.values()])
+        matrix = np.asarray([vectors[phrases[k]] for k in keys], dtype=np.float32)
+        mine = np.asarray(vectors[phrase], dtype=np.float32)
+        sims = matrix @ mine / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(mine) + 1e-12)
+        for index in np.argsort(-sims, kind="stable"):
+            similarity, key = float(sims[index]), keys[index]
+            if similarity < AMBIGUOUS_SLOT:
+                break
+            verdict = classify(similarity, phrase, phrases[key])
+            if verdict == "distinct":
+                continue
+            if verdict == "ambiguous" and self.judge is not None:
+                rows = self._slot_rows(fact, key, now, new_rows)
+                decided = self._judged(fact, key, rows[0]) if rows else None
+                if decided is not None:
+                    verdict = "same" if decided else "distinct"
+            if verdict == "same":
+                return SlotMatch(self._rename(fact, key), matched=key, similarity=similarity)
+            if verdict == "ambiguous":
+                if fact.predicate in MULTI_VALUED_PREDICATES or key[1] in MULTI_VALUED_PREDICATES:
+                    continue
+                mine_obj = normalize_object(fact.object or "")
+                differing = [
+                    r.id for r in self._slot_rows(fact, key, now, new_rows)
+                    if r.is_valid_at(fact.valid_at) and normalize_object(r.object or "") != mine_obj
+                ]
+                if differing:
+                    return SlotMatch(fact, similarity=similarity, conflicts=differing)
+        return SlotMatch(fact)
+
+    def _slot_rows(
+        self, fact: MemoryRecord, key: tuple[str, str], now: datetime, new_rows: list[MemoryRecord]
+    ) -> list[MemoryRecord]:
+        stored = self.store.find(Filter().projects([fact.project]).slot(*key).known(now))
+        pending = {r.id: r for r in new_rows if (r.subject, r.predicate) == key}
+        rows = [pending.pop(r.id, r) for r in stored] + list(pending.values())
+        return [r for r in rows if r.expired_at is None]
+
+    def prejudge(self, facts: Sequence[MemoryRecord], now: datetime) -> None:
+        """Ask the judge about ambiguous slots now, before the caller takes the write lock (answers are kept)."""
+        if self.judge is None:
+            return
+        earlier: dict[str, MemoryRecord] = {}
+        for fact in facts:  # in order, each seeing the ones before it, as the commit will
+            fact = self.match(fact, now, earlier).fact
+            earlier[fact.id] = fact
+
+    def _judged(self, fact: MemoryRecord, key: tuple[str, str], existing: MemoryRecord) -> bool | None:
+        assert self.judge is not None and fact.subject is not None and fact.predicate is not None
+        pair = (fact.project, fact.subject, fact.predicate, key[0], key[1])
+        if pair not in self._decisions:
+            if not self.judging:
+                return None
+            decided = self.judge(fact, existing)
+            if decided is None:
+                return None
+            self._decisions[pair] = decided
+        return self._decisions[pair]
+
+    def _rename(self, fact: MemoryRecord, key: tuple[str, str]) -> MemoryRecord:
+        subject, predicate = key
+        sentence = fact_sentence(subject, predicate, fact.object or "")
+        vector = self.embedder.embed([sentence])[0]
+        return fact.copy(subject=subject, predicate=predicate, content=sentence, vector=vector)
