@@ -10,33 +10,38 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from chronomem import __version__
+from chronomem import __version__, admin
 from chronomem.config import Settings
 from chronomem.errors import ChronomemError
 
 EXIT_USAGE = 2
 
 
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _common(defaults: bool = True) -> argparse.ArgumentParser:
+    """Options every command takes. Sub-commands get a copy without defaults (SUPPRESS), so an option given
+    before the command name (`chronomem --store X recall …`) is not reset by the sub-command's default."""
+    common = argparse.ArgumentParser(add_help=False, argument_default=None if defaults else argparse.SUPPRESS)
     common.add_argument("--store", metavar="PATH", help="store directory (default: $CHRONOMEM_HOME or the user data dir)")
     common.add_argument("--project", help="project scope (default: $CHRONOMEM_PROJECT or the git repository)")
     common.add_argument("--json", action="store_true", help="print the structured result as JSON")
-    common.add_argument("-v", "--verbose", action="count", default=0, help="log to stderr (-vv for debug)")
+    common.add_argument(
+        "-v", "--verbose", action="count", **({"default": 0} if defaults else {}), help="log to stderr (-vv for debug)"
+    )
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _common()
     parser = argparse.ArgumentParser(
         prog="chronomem",
         description="Local-first, bi-temporal long-term memory for coding agents, over MCP.",
-        parents=[common],
+        parents=[_common()],
     )
+    common = _common(defaults=False)
     parser.add_argument("--version", action="version", version=f"chronomem {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -44,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port for sse/http (default 8765)")
+    p.add_argument(
+        "--token",
+        help="bearer token required on every sse/http request (default $CHRONOMEM_TOKEN); "
+        "needed to bind to a non-loopback --host",
+    )
 
     p = sub.add_parser("remember", parents=[common], help="store a statement (and optional facts)")
     p.add_argument("content", help="the text to remember; '-' reads standard input")
@@ -82,12 +92,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("consolidate", parents=[common], help="run the consolidator to completion (for CI and cron)")
     sub.add_parser("demo", parents=[common], help="a short story of changing facts in a temporary store")
+    admin.add_parsers(sub, common)
     return parser
 
 
 def _setup_logging(verbose: int, settings: Settings) -> None:
     level = {0: settings.log_level, 1: "INFO"}.get(verbose, "DEBUG")
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.WARNING), format="%(levelname)s %(name)s: %(message)s")
+
+
+def _read_stdin() -> str:
+    """Standard input as UTF-8 text; anything else is one `error:` line, not a traceback."""
+    from chronomem.errors import InvalidInput
+
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"standard input is not UTF-8 text (byte {exc.start}): send plain text") from None
+
+
+def _csv(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
 def _emit(result: Any, as_json: bool) -> None:
@@ -110,6 +135,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ChronomemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:
+        from chronomem.storage.doctor import damage_error, is_damage
+
+        if not is_damage(exc):
+            raise
+        print(f"error: {damage_error(settings.store_path, exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
 
@@ -122,11 +154,27 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         return run_demo(settings, as_json=args.json)
 
+    if args.command in admin.COMMANDS:
+        return admin.run(args, settings)
+    token = (args.token or os.environ.get("CHRONOMEM_TOKEN") or None) if args.command == "serve" else None
+    if args.command == "serve" and args.transport != "stdio":
+        from chronomem.server.security import check_exposure
+
+        check_exposure(args.host, token)  # refuse at once, before anything loads
+
     svc = MemoryService(settings)
     if args.command == "serve":
         from chronomem.server.transports import serve
 
-        serve(svc, args.transport, host=args.host, port=args.port)
+        serve(
+            svc,
+            args.transport,
+            host=args.host,
+            port=args.port,
+            token=token,
+            allowed_hosts=_csv(os.environ.get("CHRONOMEM_ALLOWED_HOSTS")),
+            allowed_origins=_csv(os.environ.get("CHRONOMEM_ALLOWED_ORIGINS")),
+        )
         return 0
 
     if args.command == "consolidate":
@@ -134,16 +182,21 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         steps = Consolidator(svc).run_to_completion()
         if args.json:
-            print(json.dumps([{"did": s.did, "seconds": round(s.seconds, 3)} for s in steps], indent=2))
+            print(json.dumps([{"did": s.did, "seconds": round(s.seconds, 3), "detail": s.detail} for s in steps], indent=2))
         else:
-            for s in steps:
-                print(f"{s.did}: {s.seconds:.2f} s")
+            totals: dict[str, tuple[int, float, dict[str, int]]] = {}
+            for s in steps:  # one line per kind of work: a backlog is hundreds of batches
+                n, secs, counts = totals.get(s.did, (0, 0.0, {}))
+                totals[s.did] = (n + 1, secs + s.seconds, {k: counts.get(k, 0) + s.counts.get(k, 0) for k in {*counts, *s.counts}})
+            for did, (n, secs, counts) in totals.items():
+                tail = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+                print(f"{did}: {n} step(s), {secs:.2f} s" + (f" ({tail})" if tail else ""))
         return 0
 
     from chronomem import tools
 
     if args.command == "remember":
-        content = sys.stdin.read() if args.content == "-" else args.content
+        content = _read_stdin() if args.content == "-" else args.content
         facts = [{"subject": s, "predicate": p, "object": o} for s, p, o in (args.fact or [])]
         result: Any = tools.remember(
             svc, content, valid_from=args.valid_from, facts=facts or None, tags=args.tags, paths=args.paths

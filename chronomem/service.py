@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -20,13 +21,15 @@ from typing import Any
 from chronomem.config import DEFAULT_MODEL_DIM, Settings
 from chronomem.embed import Embedder, FastEmbedder
 from chronomem.errors import ChronomemError, StoreError
-from chronomem.project import GLOBAL, detect_project, validate_project
+from chronomem.project import GLOBAL, detect_project, display_name, validate_project
 from chronomem.records import utcnow
 from chronomem.storage import MemoryStore
 
 log = logging.getLogger(__name__)
 
 WRITE_LOCK_NAME = ".write.lock"
+#: How long the list of the store's projects is reused before it is read again.
+PROJECT_NAMES_TTL = 30.0
 #: How long a write waits for another process's write before failing with advice.
 WRITE_LOCK_TIMEOUT = 30.0
 
@@ -47,10 +50,13 @@ class MemoryService:
         )
         self.clock = clock
         self._thread_lock = threading.RLock()
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
         self._file_lock: Any = None
         self._store: MemoryStore | None = None
         self._store_error: ChronomemError | None = None
         self._store_lock = threading.Lock()
+        self._project_names: tuple[float, dict[str, str]] | None = None
 
     def warm_up(self) -> None:
         """Start loading the model and opening the store in the background."""
@@ -88,7 +94,14 @@ class MemoryService:
         from filelock import FileLock, Timeout
 
         store = self.store
-        with self._thread_lock:
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            self._thread_lock.acquire()
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+        try:
             if self._file_lock is None:
                 self._file_lock = FileLock(str(store.path / WRITE_LOCK_NAME))
             try:
@@ -102,6 +115,13 @@ class MemoryService:
                 yield
             finally:
                 self._file_lock.release()
+        finally:
+            self._thread_lock.release()
+
+    def write_waiters(self) -> int:
+        """Threads of this process waiting for the write lock (the consolidator yields to them)."""
+        with self._waiting_lock:
+            return self._waiting
 
     def now(self) -> datetime:
         return self.clock()
@@ -131,5 +151,32 @@ class MemoryService:
             return list(dict.fromkeys([own, GLOBAL]))
         raise InvalidInput(f"scope must be one of project, global, both, all (got {scope!r})")
 
+    def project_names(self) -> dict[str, str]:
+        """Every project of the store → the name people write for it (`chronomem-3fa2c1d0` → `chronomem`).
+
+        Cached for `PROJECT_NAMES_TTL` seconds: a scan of the project column is not free at 100k rows.
+        """
+        now = time.monotonic()
+        cached = self._project_names
+        if cached is None or now - cached[0] > PROJECT_NAMES_TTL:
+            keys = self.store.projects()
+            cached = self._project_names = (now, {k: display_name(k) for k in keys if k != GLOBAL})
+        return cached[1]
+
     def embed_one(self, text: str) -> list[float]:
         return self.embedder.embed([text])[0]
+
+    def slot_matcher(self) -> Any:
+        """The store's semantic slot matcher (consolidate/slots.py), kept so its phrase embeddings are reused."""
+        from chronomem.consolidate.slots import SlotMatcher
+
+        matcher = getattr(self, "_slot_matcher", None)
+        if matcher is None or matcher.store is not self.store:
+            matcher = self._slot_matcher = SlotMatcher(self.store, self.embedder)
+        return matcher
+
+    def explain_failure(self, exc: BaseException) -> ChronomemError | None:
+        """A one-line error with the recovery command when `exc` says the store's files are damaged."""
+        from chronomem.storage.doctor import damage_error, is_damage
+
+        return damage_error(self.settings.store_path, exc) if is_damage(exc) else None

@@ -84,12 +84,13 @@ class Ranked:
 
 
 class Upkeep:
-    """chronomem's own consolidator, given one step after every write.
+    """chronomem's own consolidator, given its turn after every write.
 
-    The server lets the consolidator step once no tool call has been in flight for a
+    The server lets the consolidator work once no tool call has been in flight for a
     quarter of a second, which an agent's pauses between calls always allow; a replay has
-    no pauses, so the harness takes that step itself. A step refreshes the indexes once
-    50 rows are unindexed (LanceDB searches unindexed rows flat: ~7x slower recall).
+    no pauses, so the harness runs the pending steps itself: rule extraction of the new
+    chunk, then index upkeep once 50 rows are unindexed (LanceDB searches unindexed rows
+    flat: ~7x slower recall).
     """
 
     def __init__(self, svc: MemoryService, enabled: bool = True) -> None:
@@ -97,7 +98,9 @@ class Upkeep:
 
     def after_write(self) -> None:
         if self.consolidator is not None:
-            self.consolidator.step()
+            for _ in range(100):  # bounded: each write adds one chunk, so this drains at once
+                if self.consolidator.step() is None:
+                    break
 
     def summary(self) -> dict[str, Any]:
         steps = self.consolidator.steps if self.consolidator is not None else []

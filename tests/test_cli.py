@@ -104,4 +104,5 @@ def test_consolidate_runs_to_completion(tmp_path: Path) -> None:
     assert run("remember", "The queue is RabbitMQ.", *store).returncode == 0
     out = run("consolidate", "--json", *store)
     assert out.returncode == 0, out.stderr
-    assert [s["did"] for s in json.loads(out.stdout)] == ["index upkeep"]
+    assert [s["did"] for s in json.loads(out.stdout)] == ["extract rules", "index upkeep"]
+    assert "1 chunk(s)" in json.loads(out.stdout)[0]["detail"]

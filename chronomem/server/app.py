@@ -115,10 +115,15 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         except ToolError:
             raise
         except Exception as exc:
+            known = svc.explain_failure(exc)
+            if known is not None:  # a damaged store: say so, with the recovery command
+                raise ToolError(str(known)) from None
             log.exception("tool %s failed", getattr(fn, "__name__", fn))
             raise ToolError(f"internal error ({type(exc).__name__}); the server log has details") from None
         finally:
             consolidator.call_finished()
+        if getattr(fn, "__name__", "") == "recall":  # hits reinforce salience later, off the read path
+            consolidator.record_hits(item.id for item in getattr(result, "results", []))
         return CallToolResult(
             content=[TextContent(type="text", text=result.text())],  # type: ignore[attr-defined]
             structured_content=result.model_dump(mode="json"),
@@ -157,6 +162,8 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         facts=[{"subject": "myproject", "predicate": "test_command", "object": "nox -s tests"}];
         the previous test_command is then invalidated (kept for as_of/history, gone from recall).
         Returns the new memory's id and what happened to each fact (added, superseded, reinforced).
+        Credentials in the input (API keys, tokens, private keys, passwords) are stored as
+        [REDACTED:<kind>] and listed in `redacted`; remember where a secret lives, not its value.
         """
         return await run(
             tools.remember,

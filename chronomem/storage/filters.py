@@ -86,6 +86,24 @@ class Filter:
             return self._and("FALSE")
         return self._and("array_has_any(source_ids, make_array(" + ", ".join(_string_literal(v) for v in items) + "))")
 
+    def slots(self, pairs: Iterable[tuple[str, str]]) -> Filter:
+        """Facts in any of these (subject, predicate) slots."""
+        items = list(dict.fromkeys(pairs))
+        if not items:
+            return self._and("FALSE")
+        either = " OR ".join(
+            f"(subject = {_string_literal(s)} AND predicate = {_string_literal(p)})" for s, p in items
+        )
+        return self._and(f"kind = 'fact' AND ({either})")
+
+    def created_since(self, since: datetime) -> Filter:
+        """Rows recorded (transaction time) at or after `since`."""
+        return self._and(f"created_at >= {_time_literal(since)}")
+
+    def originals(self) -> Filter:
+        """Rows as first written, not the revisions that restate them."""
+        return self._and("revision_of IS NULL")
+
     def sql(self) -> str | None:
         if not self.clauses:
             return None

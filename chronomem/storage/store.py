@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from chronomem.errors import StoreError
-from chronomem.records import MemoryRecord, new_id
+from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint
 from chronomem.storage.filters import Filter
 from chronomem.storage.schema import (
     EMBED_MODEL_KEY,
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 VERSION_RETENTION = timedelta(days=1)
 #: Upper bound on rows any single scan returns; searches use their own small limits.
 SCAN_LIMIT = 1_000_000
+#: Name of the ANN index on `vector` the consolidator builds once the table is large.
+VECTOR_INDEX_NAME = "vector_idx"
 
 
 class MemoryStore:
@@ -55,6 +58,12 @@ class MemoryStore:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create store directory {path}: {exc.strerror or exc}") from exc
+        foreign = foreign_entries(path)
+        if foreign:
+            raise StoreError(
+                f"{path} is not a chronomem store (it holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}): "
+                "point --store / CHRONOMEM_HOME at an empty directory or an existing store"
+            )
         import lancedb
 
         try:
@@ -68,11 +77,8 @@ class MemoryStore:
                 table = db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
         except StoreError:
             raise
-        except Exception as exc:  # a damaged or foreign directory: say so in one line
-            raise StoreError(
-                f"cannot open the store at {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                " (point --store / CHRONOMEM_HOME at another directory, or move this one aside)"
-            ) from exc
+        except Exception as exc:  # a damaged directory: say so in one line, with the way out
+            raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
         store = cls(path, table, dim, embed_model)
         store.ensure_indexes()
         return store
@@ -116,6 +122,22 @@ class MemoryStore:
     def optimize(self, retention: timedelta = VERSION_RETENTION) -> None:
         """Fold new rows into the indexes, compact small fragments, drop versions older than `retention`."""
         self._table.optimize(cleanup_older_than=retention)
+
+    def vector_index_rows(self) -> int | None:
+        """Rows the ANN index on `vector` covers, or None when there is no such index (searches are flat)."""
+        if VECTOR_INDEX_NAME not in {idx.name for idx in self._table.list_indices()}:
+            return None
+        stats = self._table.index_stats(VECTOR_INDEX_NAME)
+        return int(stats.num_indexed_rows) if stats is not None else 0
+
+    def build_vector_index(self) -> None:
+        """(Re)train the cosine IVF_HNSW_SQ index on `vector` over every row (tens of seconds at 50k rows).
+
+        Takes no write lock: appends committed meanwhile stay searchable (flat) until the next `optimize`.
+        """
+        from lancedb.index import HnswSq
+
+        self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True, name=VECTOR_INDEX_NAME)
 
     # ------------------------------------------------------------------ writing
     def _arrow(self, records: Sequence[MemoryRecord]) -> Any:
@@ -187,13 +209,16 @@ class MemoryStore:
         sql = flt.sql() if flt else None
         return int(self._table.count_rows(sql) if sql else self._table.count_rows())
 
-    def vector_search(self, vector: Sequence[float], flt: Filter, limit: int) -> list[tuple[MemoryRecord, float]]:
+    def vector_search(
+        self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
+    ) -> list[tuple[MemoryRecord, float]]:
         """Nearest rows by cosine similarity among those passing `flt` (applied before the search)."""
+        columns = RESULT_COLUMNS + (["vector"] if with_vectors else [])
         query = (
             self._table.search(list(vector), vector_column_name="vector")
             .distance_type("cosine")
             .limit(limit)
-            .select(RESULT_COLUMNS + ["_distance"])
+            .select(columns + ["_distance"])
         )
         sql = flt.sql()
         if sql:
@@ -205,7 +230,9 @@ class MemoryStore:
         out.sort(key=lambda pair: (-pair[1], pair[0].id))
         return out
 
-    def text_search(self, text: str, flt: Filter, limit: int) -> list[tuple[MemoryRecord, float]]:
+    def text_search(
+        self, text: str, flt: Filter, limit: int, with_vectors: bool = False
+    ) -> list[tuple[MemoryRecord, float]]:
         """Full-text (BM25) matches on `content` among rows passing `flt`.
 
         The query is a plain match query, never parsed as query syntax, so any text is safe.
@@ -216,7 +243,7 @@ class MemoryStore:
         sql = flt.sql()
         if sql:
             query = query.where(sql, prefilter=True)
-        query = query.select(RESULT_COLUMNS + ["_score"])
+        query = query.select(RESULT_COLUMNS + (["vector"] if with_vectors else []) + ["_score"])
         try:
             rows = query.to_list()
         except Exception as exc:  # an FTS query LanceDB cannot tokenize is no lexical evidence
@@ -236,6 +263,26 @@ class MemoryStore:
         for name in table.column("project").to_pylist():
             counts[name] = counts.get(name, 0) + 1
         return counts
+
+    def keys(self, flt: Filter) -> list[tuple[str, datetime]]:
+        """(id, created_at) of the rows passing `flt`: a cheap scan that reads neither text nor vectors."""
+        query = self._table.search().select(["id", "created_at"]).limit(SCAN_LIMIT)
+        sql = flt.sql()
+        if sql:
+            query = query.where(sql)
+        table = query.to_arrow()
+        times = [t.astimezone(UTC) for t in table.column("created_at").to_pylist()]
+        return list(zip(table.column("id").to_pylist(), times, strict=True))
+
+    def slot_keys(self, flt: Filter) -> set[tuple[str, str]]:
+        """Distinct (subject, predicate) of the facts passing `flt`: a scan of two short columns."""
+        query = self._table.search().select(["subject", "predicate"]).limit(SCAN_LIMIT)
+        sql = flt.sql()
+        if sql:
+            query = query.where(sql)
+        table = query.to_arrow()
+        pairs = zip(table.column("subject").to_pylist(), table.column("predicate").to_pylist(), strict=True)
+        return {(s, p) for s, p in pairs if s is not None and p is not None}
 
     def ids_exist(self, ids: Iterable[str]) -> set[str]:
         wanted = list(ids)

@@ -17,9 +17,10 @@ from chronomem.records import (
     normalize_predicate,
     normalize_subject,
 )
+from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.timeparse import iso, parse_time
-from chronomem.tools.results import FactResult, RememberResult
+from chronomem.tools.results import FactResult, Redaction, RememberResult
 from chronomem.tools.validate import require_text, string_list
 
 SOURCES = ("agent", "rules", "llm", "import")
@@ -67,6 +68,21 @@ def remember(
     path_list = string_list(paths, "paths")
     if source not in SOURCES:
         raise InvalidInput(f"source must be one of {', '.join(SOURCES)}")
+    # Secrets are masked (or refused) here, before anything is embedded or stored.
+    guard = SecretGuard(svc.settings.secrets_mode)
+    text = guard.clean(text, "content")
+    fact_inputs = [
+        f.model_copy(
+            update={
+                "subject": guard.clean(f.subject, f"facts[{i}].subject"),
+                "predicate": guard.clean(f.predicate, f"facts[{i}].predicate"),
+                "object": guard.clean(f.object, f"facts[{i}].object"),
+            }
+        )
+        for i, f in enumerate(fact_inputs)
+    ]
+    tag_list = guard.clean_list(tag_list, "tags")
+    path_list = guard.clean_list(path_list, "paths")
     now = svc.now()
     valid_at = parse_time(valid_from, now, field="valid_from") if valid_from else now
     fact_times = [parse_time(f.valid_from, now, field="facts.valid_from") if f.valid_from else valid_at for f in fact_inputs]
@@ -110,14 +126,15 @@ def remember(
             for f, t, sentence, vector in zip(fact_inputs, fact_times, sentences, vectors[1:], strict=True)
         ]
         if fact_records:
-            outcomes = resolve_and_commit(store, fact_records, now, extra_rows=[chunk])
+            outcomes = resolve_and_commit(store, fact_records, now, extra_rows=[chunk], matcher=svc.slot_matcher())
         else:
             store.add([chunk])
             outcomes = []
 
     fact_results = [
         FactResult(
-            id=o.fact_id, action=o.action, subject=o.subject, predicate=o.predicate, object=o.object, supersedes=o.supersedes
+            id=o.fact_id, action=o.action, subject=o.subject, predicate=o.predicate, object=o.object, supersedes=o.supersedes,
+            conflicts_with=list(o.conflicts_with),
         )
         for o in outcomes
     ]
@@ -127,7 +144,10 @@ def remember(
         for f in fact_results:
             counts[f.action] = counts.get(f.action, 0) + 1
         summary += "; facts: " + ", ".join(f"{n} {action}" for action, n in counts.items())
+    if guard.total:
+        summary += f"; redacted {describe(guard.counts)} before storing"
     return RememberResult(
+        redacted=[Redaction(kind=k, count=n) for k, n in sorted(guard.counts.items())],
         id=chunk.id,
         project=scope,
         valid_at=iso(valid_at) or "",

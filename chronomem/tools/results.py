@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from chronomem.consolidate.marks import conflicts_of, user_tags
 from chronomem.records import MemoryRecord
 from chronomem.timeparse import iso
 
@@ -31,6 +32,9 @@ class MemoryItem(BaseModel):
     reason: str | None = None
     score: float | None = Field(default=None, description="Fused relevance score (recall / as_of)")
     channels: list[str] = Field(default_factory=list, description="Which retrieval channels matched")
+    conflicts_with: list[str] = Field(
+        default_factory=list, description="Live facts that disagree with this one (see `history`)"
+    )
 
     @classmethod
     def of(cls, record: MemoryRecord, score: float | None = None, channels: list[str] | None = None) -> MemoryItem:
@@ -50,7 +54,8 @@ class MemoryItem(BaseModel):
             source_ids=record.source_ids,
             supersedes=record.supersedes,
             revision_of=record.revision_of,
-            tags=record.tags,
+            tags=user_tags(record.tags),
+            conflicts_with=conflicts_of(record.tags),
             paths=record.paths,
             reason=record.reason,
             score=None if score is None else round(score, 6),
@@ -77,11 +82,17 @@ def _day(value: str | None) -> str:
 
 class FactResult(BaseModel):
     id: str
-    action: str = Field(description="added, superseded, placed_in_past or reinforced")
+    action: str = Field(description="added, superseded, placed_in_past, reinforced, or conflict (kept beside a disagreeing live fact)")
     subject: str
     predicate: str
     object: str
     supersedes: str | None = None
+    conflicts_with: list[str] = Field(default_factory=list, description="Live facts it disagrees with; both stay live")
+
+
+class Redaction(BaseModel):
+    kind: str = Field(description="What was found, e.g. aws-key, github-token, password-in-url, private-key")
+    count: int
 
 
 class RememberResult(BaseModel):
@@ -90,6 +101,10 @@ class RememberResult(BaseModel):
     valid_at: str
     created_at: str
     facts: list[FactResult] = Field(default_factory=list)
+    redacted: list[Redaction] = Field(
+        default_factory=list,
+        description="Secrets replaced by [REDACTED:<kind>] before anything was embedded or stored (kinds, never values)",
+    )
     message: str
 
     def text(self) -> str:
@@ -143,6 +158,9 @@ class HistoryEntry(BaseModel):
     revision_of: str | None = None
     source: str
     reason: str | None = None
+    conflicts_with: list[str] = Field(
+        default_factory=list, description="Facts flagged as disagreeing with this one while both stay live"
+    )
 
 
 class HistoryResult(BaseModel):
@@ -159,5 +177,7 @@ class HistoryResult(BaseModel):
             end = _day(e.invalid_at) if e.invalid_at else "now"
             tail = f" — {e.reason}" if e.reason and e.status != "current" else ""
             label = e.object if e.object is not None else e.text
+            if e.conflicts_with:
+                tail += " — conflicts with " + ", ".join(e.conflicts_with)
             lines.append(f"  {_day(e.valid_at)} → {end}  {label!r}  [{e.status}] {e.id}{tail}")
         return "\n".join(lines)
