@@ -1,4 +1,4 @@
-"""Pure scoring functions: weighted reciprocal rank fusion, the abstention gate, token estimates."""
+"""Pure scoring functions: weighted reciprocal rank fusion and token estimates (the abstention gate is in rank.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,8 @@ from dataclasses import dataclass, field
 
 #: The RRF constant from Cormack et al. (2009); larger flattens the rank curve.
 RRF_K = 60
-#: Channel weights for fusion. Equal until the evaluation harness (eval/) tunes them.
+#: Equal channel weights: plain RRF, the ablation baseline; recall passes the tuned weights of RankConfig.
 DEFAULT_WEIGHTS: Mapping[str, float] = {"dense": 1.0, "lexical": 1.0}
-#: Below this cosine similarity the best dense match alone is not evidence of relevance.
-DENSE_FLOOR = 0.30
-#: At or above this cosine similarity a dense match is relevant even without lexical overlap.
-DENSE_CONFIDENT = 0.45
 
 
 @dataclass
@@ -43,21 +39,6 @@ def rrf(
             entry.score += weight / (k + rank)
             entry.ranks[channel] = rank
     return sorted(fused.values(), key=lambda f: (-f.score, min(f.ranks.values()), f.id))
-
-
-def should_abstain(best_dense: float | None, lexical_hits: int) -> bool:
-    """True when neither channel shows the store holds anything relevant.
-
-    A confident dense match suffices; a weaker one needs lexical support; lexical
-    matches alone with no dense support at all (below the floor) are word collisions.
-    """
-    if best_dense is None:
-        return lexical_hits == 0
-    if best_dense >= DENSE_CONFIDENT:
-        return False
-    if best_dense >= DENSE_FLOOR and lexical_hits > 0:
-        return False
-    return True
 
 
 def estimate_tokens(text: str) -> int:

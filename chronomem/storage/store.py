@@ -163,14 +163,6 @@ class MemoryStore:
             .execute(self._arrow(records))
         )
 
-    def set_fields(self, memory_id: str, values: dict[str, Any]) -> None:
-        """Change ranking fields (salience, confidence, source_ids) of one row in place."""
-        allowed = {"salience", "confidence", "source_ids", "tags"}
-        if not set(values) <= allowed:
-            raise ValueError(f"only {sorted(allowed)} may change in place")
-        where = Filter().ids([memory_id]).sql()
-        self._table.update(where=where, values=values)
-
     # ------------------------------------------------------------------ bi-temporal changes
     @staticmethod
     def revision(record: MemoryRecord, *, invalid_at: datetime, now: datetime, reason: str) -> MemoryRecord:

@@ -1,10 +1,10 @@
-"""Pure scoring: reciprocal rank fusion, the abstention gate, token estimates."""
+"""Pure scoring: reciprocal rank fusion and token estimates."""
 
 from __future__ import annotations
 
 import pytest
 
-from chronomem.retrieval.fusion import RRF_K, estimate_tokens, rrf, should_abstain
+from chronomem.retrieval.fusion import RRF_K, estimate_tokens, rrf
 
 
 def test_rrf_scores_by_formula_and_records_ranks() -> None:
@@ -27,14 +27,6 @@ def test_rrf_weights_and_duplicates() -> None:
 
 def test_rrf_ties_are_deterministic() -> None:
     assert [f.id for f in rrf({"x": ["b"], "y": ["a"]})] == ["a", "b"]
-
-
-@pytest.mark.parametrize(
-    ("dense", "lexical", "abstain"),
-    [(None, 0, True), (None, 3, False), (0.9, 0, False), (0.35, 2, False), (0.35, 0, True), (0.1, 5, True)],
-)
-def test_abstention_gate(dense: float | None, lexical: int, abstain: bool) -> None:
-    assert should_abstain(dense, lexical) is abstain
 
 
 def test_token_estimate() -> None:
