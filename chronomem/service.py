@@ -136,6 +136,19 @@ class MemoryService:
             return detect_project(name)  # a workspace folder: the same key its git repository gets
         return name
 
+    def workdir(self, project: str | None = None) -> str | None:
+        """The directory on disk of the project a call is scoped to (its files, its git repository), if known.
+
+        With no explicit project that is the server's working directory; an explicit project names
+        a directory only when it is one (an absolute workspace path).
+        """
+        name = project if project is not None and project != "" else self.settings.project
+        if not name:
+            return os.getcwd()
+        if os.path.isabs(name) and os.path.isdir(name):
+            return name
+        return None
+
     def scope_projects(self, project: str | None, scope: str) -> list[str] | None:
         """Projects a read covers: `project`, `global`, `both`, or `all` (None = no project filter)."""
         from chronomem.errors import InvalidInput
