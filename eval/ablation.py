@@ -115,12 +115,12 @@ RANKERS: list[Ranker | PipelineRanker] = [
     Ranker("lexical only", ("lexical",)),
     Ranker("dense only", ("dense",)),
     Ranker("fused (RRF k=60)", ("lexical", "dense")),
-    PipelineRanker("+ weights (dense 0.25), dated phrase off the query", _OFF),
-    PipelineRanker("+ exact-name channel", replace(_OFF, entity_weight=1.0)),
-    PipelineRanker("+ other-project demotion", replace(_OFF, entity_weight=1.0, foreign_penalty=0.5)),
+    PipelineRanker("score fusion (dense 0.3, BM25 0.7), dated phrase off the query", _OFF),
+    PipelineRanker("+ exact-name channel (0.2)", replace(_OFF, entity_weight=0.2)),
+    PipelineRanker("+ other-project demotion", replace(_OFF, entity_weight=0.2, foreign_penalty=0.5)),
     PipelineRanker(
         "+ the newer wins",
-        replace(_OFF, entity_weight=1.0, foreign_penalty=0.5, group_size=4, history_group_size=8, fact_boost=1.1),
+        replace(_OFF, entity_weight=0.2, foreign_penalty=0.5, group_size=4, history_group_size=8, fact_boost=1.1),
     ),
     PipelineRanker("+ hedge demotion (= recall's ranking)", RankConfig()),
 ]

@@ -3,8 +3,12 @@
 1. **Abstain** when the query names something (an identifier, a mixed-case or
    hyphenated name) that appears nowhere in the searched slice, or when neither
    channel found anything close.
-2. **Fuse** the dense, lexical and exact-entity rankings by weighted reciprocal rank
-   fusion (weights in `RankConfig`, chosen on the dev data and shown in the ablation).
+2. **Fuse** the channels' scores: a weighted sum of the dense cosine (min-max scaled
+   over the pool), the BM25 score (scaled by the pool's best) and the share of the
+   query's distinctive names a memory contains (weights in `RankConfig`, chosen on the
+   dev data and shown in the ablation). Reciprocal rank fusion, the usual choice, keeps
+   only each channel's order and throws away how far ahead the leader is; on both dev
+   sets the score sum did better (see README "How recall ranks").
 3. **Demote** memories that are about another project of the store (they name it, not ours).
 4. **Let the newer win**: among the leading candidates that are about the same thing
    as the best one (similar vectors, or sharing the entity the query names), the one
@@ -20,7 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from chronomem.retrieval.candidates import Candidate, cosine
-from chronomem.retrieval.fusion import rrf
 from chronomem.retrieval.terms import entities, terms
 
 
@@ -28,17 +31,16 @@ from chronomem.retrieval.terms import entities, terms
 class RankConfig:
     """Tunable constants of the read path; defaults chosen on the dev split (see eval/)."""
 
-    dense_weight: float = 0.25
-    lexical_weight: float = 1.0
-    entity_weight: float = 1.0
-    rrf_k: int = 60
+    dense_weight: float = 0.3  # of the pool-scaled cosine
+    lexical_weight: float = 0.7  # of the pool-scaled BM25 score
+    entity_weight: float = 0.2  # of the share of the query's distinctive names a memory contains
     fact_boost: float = 1.1  # multiplies a fact's fused score: facts lead at equal evidence
     foreign_penalty: float = 0.5  # multiplies the score of a memory about another project
     group_size: int = 4  # leading candidates considered for "the newer wins"
     history_group_size: int = 8
-    same_topic_cosine: float = 0.6  # vectors this close to the best candidate's are about the same thing
+    same_topic_cosine: float = 0.55  # vectors this close to the best candidate's are about the same thing
     dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
-    coverage_slack: float = 0.34  # a similar newer memory must cover the query's terms as well as the best
+    coverage_slack: float = 0.5  # a similar newer memory must cover the query's terms as well as the best
     entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
     hedge_penalty: float = 0.85  # multiplies the score of a note that mentions without asserting
     distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
@@ -115,23 +117,29 @@ def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> s
 
 
 def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig) -> list[Ranked]:
-    dense = sorted((c for c in pool if c.dense_rank is not None), key=lambda c: c.dense_rank or 0)
-    lexical = sorted((c for c in pool if c.lexical_rank is not None), key=lambda c: c.lexical_rank or 0)
-    rankings = {"dense": [c.record.id for c in dense], "lexical": [c.record.id for c in lexical]}
-    if wanted:
-        matched = [(sum(1 for e in wanted if e in c.record.content.lower()), c) for c in pool]
-        exact = sorted(
-            ((n, c) for n, c in matched if n),
-            key=lambda nc: (-nc[0], nc[1].lexical_rank or 10**6, nc[1].dense_rank or 10**6),
-        )
-        rankings["entity"] = [c.record.id for _, c in exact]
-    weights = {"dense": config.dense_weight, "lexical": config.lexical_weight, "entity": config.entity_weight}
-    by_id = {c.record.id: c for c in pool}
+    dense = [c.dense for c in pool if c.dense is not None]
+    low, high = (min(dense), max(dense)) if dense else (0.0, 1.0)
+    spread = high - low if high > low else 1.0
+    best_lexical = max((c.lexical for c in pool if c.lexical is not None and c.lexical > 0), default=1.0)
     out = []
-    for f in rrf(rankings, weights, config.rrf_k):
-        candidate = by_id[f.id]
-        boost = config.fact_boost if candidate.record.kind == "fact" else 1.0
-        out.append(Ranked(candidate, f.score * boost, sorted(f.ranks)))
+    for c in pool:
+        channels = []
+        score = 0.0
+        if c.dense is not None:
+            channels.append("dense")
+            score += config.dense_weight * (c.dense - low) / spread
+        if c.lexical is not None:
+            channels.append("lexical")
+            score += config.lexical_weight * max(c.lexical, 0.0) / best_lexical
+        if wanted:
+            text = c.record.content.lower()
+            named = sum(1 for e in wanted if e in text)
+            if named:
+                channels.append("entity")
+                score += config.entity_weight * named / len(wanted)
+        if c.record.kind == "fact":
+            score *= config.fact_boost
+        out.append(Ranked(c, score, channels))
     return out
 
 
@@ -215,18 +223,36 @@ def hedged(text: str) -> bool:
 
 
 def _collapse(items: list[Ranked]) -> list[Ranked]:
-    """Drop a chunk that a higher-ranked fact came from, and repeats of the same text."""
-    out: list[Ranked] = []
-    covered: set[str] = set()
-    seen_text: set[str] = set()
+    """Fold each chunk into the facts derived from it, and repeats of the same text into one.
+
+    The facts take the better of their own place and their chunk's: a fact is the chunk's
+    statement made precise, so it leads wherever the evidence put either of them.
+    """
+    facts_of: dict[str, list[Ranked]] = {}
     for item in items:
         record = item.candidate.record
-        key = " ".join(record.content.lower().split())
-        duplicate = key in seen_text
-        seen_text.add(key)
-        if duplicate or record.id in covered or (record.revision_of and record.revision_of in covered):
-            continue
-        out.append(item)
         if record.kind == "fact":
-            covered.update(record.source_ids)
+            for source in record.source_ids:
+                facts_of.setdefault(source, []).append(item)
+    out: list[Ranked] = []
+    placed: set[int] = set()
+    seen_text: set[str] = set()
+
+    def place(item: Ranked) -> None:
+        key = " ".join(item.candidate.record.content.lower().split())
+        if id(item) in placed or key in seen_text:
+            return
+        placed.add(id(item))
+        seen_text.add(key)
+        out.append(item)
+
+    for item in items:
+        record = item.candidate.record
+        derived = facts_of.get(record.id) or (facts_of.get(record.revision_of) if record.revision_of else None)
+        if record.kind == "chunk" and derived:
+            for fact in derived:
+                place(fact)
+            seen_text.add(" ".join(record.content.lower().split()))
+            continue
+        place(item)
     return out

@@ -71,3 +71,11 @@ def test_a_chunk_collapses_into_its_fact_and_duplicates_into_one() -> None:
     twin = cand("Tests run with  nox -s tests.", d_rank=3, l_rank=3)
     outcome = rank(QueryInfo("how do we run the tests"), [chunk, fact, twin])
     assert texts(outcome) == ["p test command: nox -s tests"]
+
+
+def test_a_fact_takes_the_place_of_its_chunk_when_the_chunk_ranks_higher() -> None:
+    chunk = cand("Tests now run with `nox -s tests`.", d_rank=1, l_rank=1)
+    other = cand("Lint with ruff before the tests.", d_rank=2, l_rank=2)
+    fact = cand("p test command: nox -s tests", kind="fact", sources=[chunk.record.id], d_rank=3, l_rank=3)
+    outcome = rank(QueryInfo("how do we run the tests"), [chunk, other, fact])
+    assert texts(outcome) == ["p test command: nox -s tests", "Lint with ruff before the tests."]
