@@ -43,10 +43,30 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("export", parents=[common], help="write every memory as JSON lines (no vectors), ordered by id")
     p.add_argument("--out", metavar="FILE", help="write here instead of standard output")
 
-    p = sub.add_parser("import", parents=[common], help="load an export into an empty store (vectors recomputed)")
-    p.add_argument("file", metavar="FILE", help="an export from `chronomem export`; '-' reads standard input")
+    p = sub.add_parser(
+        "import",
+        parents=[common],
+        help="load an export into an empty store, or a reference MCP memory server's memory.jsonl into a project",
+        description="Two formats, told apart by content (or --from): an export from `chronomem export`, loaded into an "
+        "empty store with ids and times kept and vectors recomputed; or the knowledge graph of the reference MCP "
+        "memory server (memory.jsonl: entities, relations, observations), added to --project (default: the current "
+        "one) as chunks and facts. Importing the same memory.jsonl again adds nothing; bad lines are reported by number.",
+    )
+    p.add_argument("file", metavar="FILE", help="the file to import; '-' reads standard input")
+    p.add_argument(
+        "--from", dest="source_format", choices=["auto", "chronomem", "memory-jsonl"], default="auto",
+        help="the file's format (default: recognised from its first lines)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    p = sub.add_parser("doctor", parents=[common], help="check that the store opens and reads; --repair fixes what it can")
+    p = sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="check the store, the model, the indexes and client configs; --repair fixes the store",
+        description="Check that the store opens and reads, the embedding model loads and embeds, the indexes cover "
+        "the table, and the Claude Code / Cursor config files parse and start chronomem. Each check prints ok, "
+        "warn or fail with the fix; the exit code is 1 when any check fails.",
+    )
     p.add_argument("--repair", action="store_true", help="roll back to the newest readable version (never deletes)")
 
 
@@ -61,7 +81,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "export":
         return _export(svc, args.out)
     if args.command == "import":
-        return _import(svc, args.file, args.json)
+        return _import(svc, args)
     return _purge(svc, args)
 
 
@@ -96,29 +116,72 @@ def _write_lines(lines: Any, handle: TextIO) -> int:
     return count
 
 
-def _import(svc: Any, file: str, as_json: bool) -> int:
-    from tqdm import tqdm
-
-    from chronomem.storage.portable import import_records, read_export, require_empty
-
+def _read_text_lines(file: str) -> list[str]:
     try:
         if file == "-":
-            records = read_export(sys.stdin)
-        else:
-            with open(file, encoding="utf-8") as handle:
-                records = read_export(handle)
+            return sys.stdin.buffer.read().decode("utf-8").splitlines()
+        with open(file, encoding="utf-8") as handle:
+            return handle.read().splitlines()
     except FileNotFoundError:
         raise InvalidInput(f"no such file: {file}") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{file} is a directory, not a file") from None
     except UnicodeDecodeError:
-        raise InvalidInput(f"{file} is not UTF-8 text: not a chronomem export") from None
+        raise InvalidInput(f"{file} is not UTF-8 text: neither a chronomem export nor a memory.jsonl") from None
+
+
+def _import(svc: Any, args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from chronomem.importers.memory_jsonl import looks_like_memory_jsonl
+    from chronomem.storage.portable import import_records, read_export, require_empty
+
+    file, as_json = args.file, args.json
+    lines = _read_text_lines(file)
+    fmt = args.source_format
+    if fmt == "auto":
+        fmt = "memory-jsonl" if looks_like_memory_jsonl(lines) else "chronomem"
+    if fmt == "memory-jsonl":
+        return _import_memory_jsonl(svc, args, lines)
+    records = read_export(lines)
     store = svc.store
     require_empty(store)
-    with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr) as bar:
+    with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr, disable=args.quiet) as bar:
         count = import_records(store, records, svc.embedder.embed, progress=bar.update)
     if as_json:
         print(json.dumps({"imported": count, "store": str(store.path)}))
     else:
         print(f"imported {count} memories into {store.path}")
+    return 0
+
+
+def _import_memory_jsonl(svc: Any, args: argparse.Namespace, lines: list[str]) -> int:
+    """The reference MCP memory server's graph into a project; progress on stderr when it is a terminal."""
+    from tqdm import tqdm
+
+    from chronomem.importers.memory_jsonl import import_memory_jsonl
+
+    show = not args.quiet and sys.stderr.isatty()
+    with tqdm(desc="importing", unit="item", file=sys.stderr, disable=not show) as bar:
+
+        def started(total: int) -> None:
+            bar.reset(total=total)
+
+        report = import_memory_jsonl(svc, lines, project=args.project, progress=bar.update, on_parsed=started)
+    if report.bad_lines and not (report.entities or report.relations):
+        first = report.bad_lines[0]
+        raise InvalidInput(
+            f"{args.file} holds no entity or relation: {len(report.bad_lines)} bad lines, the first "
+            f"line {first.line}: {first.error}"
+        )
+    if args.json:
+        print(json.dumps({**report.as_dict(), "store": str(svc.store.path)}, indent=2))
+    else:
+        print(report.text())
+    for bad in report.bad_lines[:20]:
+        print(f"line {bad.line}: {bad.error}", file=sys.stderr)
+    if len(report.bad_lines) > 20:
+        print(f"… and {len(report.bad_lines) - 20} more bad lines", file=sys.stderr)
     return 0
 
 
@@ -185,11 +248,17 @@ def _confirm(rows: list[Any]) -> None:
 
 
 def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    """The store's own check (and --repair), then the model, the indexes and the client configs (checks.py)."""
+    from chronomem.checks import FAIL, run_checks
     from chronomem.storage.doctor import check, repair
 
     report = repair(settings.store_path) if args.repair else check(settings.store_path)
+    checks = run_checks(settings, store_ok=report.ok)
+    ok = report.ok and all(c.status != FAIL for c in checks)
     if args.json:
-        print(json.dumps(report.__dict__, indent=2))
+        print(json.dumps({"ok": ok, "store": report.__dict__, "checks": [c.as_dict() for c in checks]}, indent=2))
     else:
         print(report.text())
-    return 0 if report.ok else EXIT_DAMAGED
+        for c in checks:
+            print(c.text())
+    return 0 if ok else EXIT_DAMAGED

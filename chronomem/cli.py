@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from chronomem import __version__, admin
+from chronomem import __version__, admin, install
 from chronomem.config import Settings
 from chronomem.errors import ChronomemError
 
@@ -66,14 +66,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--valid-from", help="when it became true (ISO 8601 or '2 days ago'; default now)")
     p.add_argument("--tag", action="append", dest="tags", help="a label (repeatable)")
-    p.add_argument("--path", action="append", dest="paths", help="a file it is about (repeatable)")
+    p.add_argument(
+        "--path", action="append", dest="paths",
+        help="a file or glob it is about, relative to the repository (repeatable); its content hash is recorded",
+    )
 
     for name, help_text in (("recall", "what is true and remembered now"), ("as-of", "what was true at a time")):
         p = sub.add_parser(name, parents=[common], help=help_text)
-        p.add_argument("query")
         if name == "as-of":
-            p.add_argument("--at", required=True, help="ISO 8601 date/time or a phrase like '3 weeks ago'")
-            p.add_argument("--known-at", help="as recorded at this time (default now)")
+            p.add_argument("query")
+            p.add_argument(
+                "--at", required=True,
+                help="ISO 8601 date/time, a phrase like '3 weeks ago', or a git commit, tag or branch (v1.4.0)",
+            )
+            p.add_argument("--known-at", help="as recorded at this time or git ref (default now)")
+        else:
+            p.add_argument("query", nargs="?", help="what you want to know (optional with --path)")
+            p.add_argument(
+                "--path", action="append", dest="paths",
+                help="what is known about this file or glob (repeatable)",
+            )
         p.add_argument("-k", "--limit", type=int, default=10)
         p.add_argument("--budget-tokens", type=int)
         p.add_argument("--scope", choices=["project", "global", "both", "all"], default="project")
@@ -90,9 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subject")
     p.add_argument("--predicate")
 
+    p = sub.add_parser("brief", parents=[common], help="the session brief: current facts and recent changes, within a budget")
+    p.add_argument("--budget-tokens", type=int, help="most tokens it may take (default $CHRONOMEM_BRIEF_TOKENS or 1500)")
+
     sub.add_parser("consolidate", parents=[common], help="run the consolidator to completion (for CI and cron)")
+    sub.add_parser("projects", parents=[common], help="every project in the store, with counts (* = this one)")
     sub.add_parser("demo", parents=[common], help="a short story of changing facts in a temporary store")
     admin.add_parsers(sub, common)
+    install.add_parser(sub, common)
     return parser
 
 
@@ -154,6 +171,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         return run_demo(settings, as_json=args.json)
 
+    if args.command == "install":
+        return install.run(args)
     if args.command in admin.COMMANDS:
         return admin.run(args, settings)
     token = (args.token or os.environ.get("CHRONOMEM_TOKEN") or None) if args.command == "serve" else None
@@ -193,6 +212,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"{did}: {n} step(s), {secs:.2f} s" + (f" ({tail})" if tail else ""))
         return 0
 
+    if args.command == "projects":
+        return _projects(svc, args.json)
+
     from chronomem import tools
 
     if args.command == "remember":
@@ -203,7 +225,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         )
     elif args.command == "recall":
         result = tools.recall(
-            svc, args.query, scope=args.scope, limit=args.limit, budget_tokens=args.budget_tokens, kinds=args.kinds
+            svc, args.query, paths=args.paths, scope=args.scope, limit=args.limit, budget_tokens=args.budget_tokens,
+            kinds=args.kinds,
         )
     elif args.command == "as-of":
         result = tools.as_of(
@@ -220,9 +243,54 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         result = tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
     elif args.command == "history":
         result = tools.history(svc, args.id, subject=args.subject, predicate=args.predicate)
+    elif args.command == "brief":
+        from chronomem.tools.brief import brief
+
+        result = brief(svc, budget_tokens=args.budget_tokens)
     else:  # pragma: no cover - argparse restricts the choices
         raise ChronomemError(f"unknown command {args.command}")
     _emit(result, args.json)
+    return 0
+
+
+def _projects(svc: Any, as_json: bool) -> int:
+    """`chronomem projects`: each project key with its name, live chunks and facts, all rows, newest write."""
+    from chronomem.project import display_name
+
+    if not svc.settings.store_path.exists():
+        rows: list[dict[str, Any]] = []
+    else:
+        stats = svc.store.project_stats(svc.now())
+        try:
+            current = svc.project()
+        except ChronomemError:
+            current = None
+        rows = [
+            {
+                "project": key,
+                "name": display_name(key),
+                "live_chunks": s["live_chunks"],
+                "live_facts": s["live_facts"],
+                "rows": s["rows"],
+                "newest": s["newest"].isoformat() if s["newest"] else None,
+                "current": key == current,
+            }
+            for key, s in sorted(stats.items(), key=lambda kv: (kv[1]["newest"] or svc.now(), kv[0]), reverse=True)
+        ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print(f"no projects in {svc.settings.store_path}")
+    else:
+        head = ("", "PROJECT", "NAME", "CHUNKS", "FACTS", "ROWS", "NEWEST")
+        table = [head] + [
+            ("*" if r["current"] else "", r["project"], r["name"], str(r["live_chunks"]), str(r["live_facts"]),
+             str(r["rows"]), (r["newest"] or "")[:16].replace("T", " "))
+            for r in rows
+        ]
+        widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+        for row in table:
+            print("  ".join(cell.ljust(w) if i < 3 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
     return 0
 
 

@@ -6,6 +6,7 @@ then defaults. Nothing in this module imports a heavy library.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ MAX_FACTS_PER_CALL = 50
 MAX_LIMIT = 100
 #: How long a tool call waits for the embedding model to load before it gives up.
 DEFAULT_MODEL_WAIT_SECONDS = 120.0
+#: Default token budget of the session brief (`chronomem://brief`, the `brief` prompt); CHRONOMEM_BRIEF_TOKENS.
+DEFAULT_BRIEF_TOKENS = 1_500
+#: Smallest and largest budget a brief accepts: below the minimum not even its heading fits.
+MIN_BRIEF_TOKENS = 50
+MAX_BRIEF_TOKENS = 100_000
 
 
 def default_store_path() -> Path:
@@ -45,6 +51,8 @@ class Settings:
     log_level: str = "WARNING"
     #: What `remember` does with secrets in its input: redact (default), reject or allow (CHRONOMEM_SECRETS).
     secrets_mode: str = "redact"
+    #: Default token budget of the session brief (CHRONOMEM_BRIEF_TOKENS), within MIN/MAX_BRIEF_TOKENS.
+    brief_tokens: int = DEFAULT_BRIEF_TOKENS
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -70,7 +78,16 @@ class Settings:
             max_content_chars=int(_float(env.get("CHRONOMEM_MAX_CONTENT_CHARS"), MAX_CONTENT_CHARS)),
             log_level=env.get("CHRONOMEM_LOG_LEVEL", "WARNING").upper(),
             secrets_mode=env.get("CHRONOMEM_SECRETS", "redact").strip().lower() or "redact",
+            brief_tokens=_brief_tokens(env.get("CHRONOMEM_BRIEF_TOKENS")),
         )
+
+
+def _brief_tokens(value: str | None) -> int:
+    """CHRONOMEM_BRIEF_TOKENS as a whole number, kept within the accepted range; unreadable → the default."""
+    tokens = _float(value, DEFAULT_BRIEF_TOKENS)
+    if not math.isfinite(tokens):
+        return DEFAULT_BRIEF_TOKENS
+    return min(max(int(tokens), MIN_BRIEF_TOKENS), MAX_BRIEF_TOKENS)
 
 
 def _float(value: str | None, default: float) -> float:

@@ -21,7 +21,7 @@ from typing import Any
 from chronomem.config import DEFAULT_MODEL_DIM, Settings
 from chronomem.embed import Embedder, FastEmbedder
 from chronomem.errors import ChronomemError, StoreError
-from chronomem.project import GLOBAL, detect_project, display_name, validate_project
+from chronomem.project import GLOBAL, detect_project, display_name, key_suffix, validate_project
 from chronomem.records import utcnow
 from chronomem.storage import MemoryStore
 
@@ -57,6 +57,8 @@ class MemoryService:
         self._store_error: ChronomemError | None = None
         self._store_lock = threading.Lock()
         self._project_names: tuple[float, dict[str, str]] | None = None
+        self._keys_by_suffix: dict[str, str] = {}  # `-<8 hex>` of a detected key → the key used for it
+        self._keys_lock = threading.Lock()
 
     def warm_up(self) -> None:
         """Start loading the model and opening the store in the background."""
@@ -70,6 +72,11 @@ class MemoryService:
             self.store
         except ChronomemError:
             pass  # reported to the first tool call that needs the store
+        if not self.settings.project:
+            try:  # the git calls behind the working directory's key, off the first tool call's path
+                detect_project(os.getcwd())
+            except Exception:  # pragma: no cover - detection never raises; a warm-up must not either
+                log.debug("project detection failed", exc_info=True)
 
     @property
     def store(self) -> MemoryStore:
@@ -127,14 +134,38 @@ class MemoryService:
         return self.clock()
 
     def project(self, explicit: str | None = None) -> str:
-        """The project a call is scoped to."""
+        """The project a call is scoped to (the order is in `chronomem.project`'s docstring)."""
         name = explicit if explicit is not None and explicit != "" else self.settings.project
         if not name:
-            return detect_project(os.getcwd())
+            return self._known_key(detect_project(os.getcwd()))
         name = validate_project(name)
         if os.path.isabs(name) and os.path.isdir(name):
-            return detect_project(name)  # a workspace folder: the same key its git repository gets
+            # a workspace folder (an MCP root, `--project "$PWD"`): the same key its git repository gets
+            return self._known_key(detect_project(name))
         return name
+
+    def _known_key(self, detected: str) -> str:
+        """`detected`, or the key the store already holds for the same repository.
+
+        Detected keys are `<name>-<8 hex>` where only the hex identifies the repository (its root
+        commit); a clone whose name differs joins the memory already stored under that hex. The
+        choice is kept for the process, so two workspaces of one repository served by one server
+        agree even before either has written.
+        """
+        suffix = key_suffix(detected)
+        if suffix is None:
+            return detected
+        with self._keys_lock:
+            chosen = self._keys_by_suffix.get(suffix)
+        if chosen is not None:
+            return chosen
+        try:
+            keys = self.project_names()
+        except ChronomemError:
+            return detected  # the store cannot open: the tool reports that itself
+        same = sorted(k for k in keys if k.endswith(suffix))
+        with self._keys_lock:
+            return self._keys_by_suffix.setdefault(suffix, detected if detected in keys or not same else same[0])
 
     def workdir(self, project: str | None = None) -> str | None:
         """The directory on disk of the project a call is scoped to (its files, its git repository), if known.

@@ -46,6 +46,20 @@ def parse_time(text: str | datetime, now: datetime, *, field: str = "time") -> d
     )
 
 
+def exact_time(text: str | datetime, now: datetime, *, field: str = "time") -> datetime | None:
+    """`text` read as an ISO 8601 time or one of now/today/yesterday — None for anything else (a phrase,
+    a git ref); InvalidInput when it is such a time but out of range, or is too long."""
+    if isinstance(text, datetime) or not isinstance(text, str) or not text.strip():
+        return parse_time(text, now, field=field)
+    raw = text.strip()
+    if len(raw) > 100:
+        raise InvalidInput(f"{field} is too long to be a date ({len(raw)} characters)")
+    if raw.lower() in ("now", "today", "yesterday"):
+        return parse_time(raw, now, field=field)
+    value = _parse_iso(raw)
+    return None if value is None else _in_range(value, field, raw)
+
+
 def _parse_iso(raw: str) -> datetime | None:
     candidate = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
     try:

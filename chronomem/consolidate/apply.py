@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from datetime import datetime
 
-from chronomem.consolidate.marks import with_conflicts
+from chronomem.consolidate.marks import anchors_of, with_anchors, with_conflicts
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES, REINFORCE_STEP, plan_fact
 from chronomem.records import MemoryRecord
 from chronomem.storage import Filter, MemoryStore
@@ -45,11 +45,14 @@ def resolve_and_commit(
     now: datetime,
     extra_rows: list[MemoryRecord] | None = None,
     matcher: SlotMatcher | None = None,
+    multi_valued: frozenset[str] = frozenset(),
 ) -> list[FactOutcome]:
     """Resolve `facts` (in order) against their slots and write everything in one commit.
 
     `extra_rows` (e.g. the chunk the facts came from, or rows a retraction expires) are
     written in the same commit, and slots are read as if they were already stored.
+    `multi_valued` names predicates that accumulate for this call, besides
+    `MULTI_VALUED_PREDICATES` (an imported graph's relations: all of them hold at once).
     """
     writes: dict[str, MemoryRecord] = {r.id: r for r in (extra_rows or [])}
     outcomes: list[FactOutcome] = []
@@ -81,12 +84,18 @@ def resolve_and_commit(
     for fact, flagged in matched:
         assert fact.subject is not None and fact.predicate is not None and fact.object is not None
         rows = slot_cache[_slot_key(fact)]
-        plan = plan_fact(fact, rows, multi_valued=fact.predicate in MULTI_VALUED_PREDICATES)
+        plan = plan_fact(fact, rows, multi_valued=fact.predicate in MULTI_VALUED_PREDICATES or fact.predicate in multi_valued)
         flagged += [r.id for r in plan.conflicts if r.id not in flagged]
         if plan.reinforced is not None:
             target = writes.get(plan.reinforced.id, plan.reinforced)
             merged_sources = list(dict.fromkeys(target.source_ids + fact.source_ids))
-            updated = target.copy(salience=target.salience + REINFORCE_STEP, source_ids=merged_sources)
+            # Restated about the same files: their anchors now hold the hashes the files have today.
+            updated = target.copy(
+                salience=target.salience + REINFORCE_STEP,
+                source_ids=merged_sources,
+                tags=with_anchors(target.tags, anchors_of(fact.tags)),
+                paths=list(dict.fromkeys(target.paths + fact.paths)),
+            )
             writes[updated.id] = updated
             _replace(rows, updated)
             outcomes.append(FactOutcome("reinforced", updated.id, fact.subject, fact.predicate, fact.object))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from chronomem.consolidate.marks import user_tags
+from chronomem.consolidate.marks import inherited_tags
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.consolidate.slots import slot_phrase
 from chronomem.consolidate.watermark import StageMark
@@ -64,7 +64,11 @@ def fact_row(
     embed_model: str,
     source: str,
 ) -> MemoryRecord:
-    """A fact derived from `chunk`, shaped like the facts `remember` writes (provenance to the chunk)."""
+    """A fact derived from `chunk`, shaped like the facts `remember` writes (provenance to the chunk).
+
+    It inherits the chunk's user tags, paths, code anchors and commit: a fact read from a note about
+    a file goes stale when that file changes, like the note.
+    """
     subj, pred = normalize_subject(subject), normalize_predicate(predicate)
     return MemoryRecord(
         id=new_id(now),
@@ -80,8 +84,9 @@ def fact_row(
         embed_model=embed_model,
         source=source,
         source_ids=[chunk.id],
-        tags=user_tags(chunk.tags),
+        tags=inherited_tags(chunk.tags),
         paths=list(chunk.paths),
+        commit=chunk.commit,
         confidence=CONFIDENCE.get(source, 1.0),
     )
 

@@ -44,6 +44,7 @@ class RankConfig:
     entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
     hedge_penalty: float = 0.85  # multiplies the score of a note that mentions without asserting
     distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
+    stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
 
 
 DEFAULT_CONFIG = RankConfig()

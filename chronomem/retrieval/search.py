@@ -1,9 +1,13 @@
-"""Hybrid search over one time slice: gather candidates, check what the query names, rank, budget."""
+"""Hybrid search over one time slice: gather candidates, check what the query names, rank, adjust, budget.
+
+The optional `adjust` step sees the ranked hits before `limit` and the token budget apply; recall
+uses it to demote memories whose anchored files changed (`demote_stale`, pure).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.candidates import gather
@@ -43,8 +47,15 @@ def hybrid_search(
     limit: int,
     budget_tokens: int | None = None,
     config: RankConfig = DEFAULT_CONFIG,
+    cost: Callable[[Hit], int] | None = None,
+    adjust: Callable[[list[Hit]], list[Hit]] | None = None,
 ) -> SearchOutcome:
-    """Rank rows passing `flt` for the query; abstain when nothing relevant is stored."""
+    """Rank rows passing `flt` for the query; abstain when nothing relevant is stored.
+
+    `cost` is what one hit spends of `budget_tokens` (default: the estimate of its text);
+    recall passes the estimate of the line it renders, so the whole answer fits.
+    `adjust`, when given, may rescore and reorder the ranked hits before `limit` and the budget apply.
+    """
     pool = gather(store, query.text, query_vector, flt)
     unmatched = missing_from(sorted(query_entities(query)), pool)
     if unmatched:
@@ -55,7 +66,33 @@ def hybrid_search(
     hits = [
         Hit(r.candidate.record, r.score, r.channels, r.candidate.dense, r.candidate.lexical) for r in ranking.items
     ]
-    return _within_budget(hits, limit, budget_tokens)
+    if adjust is not None:
+        hits = adjust(hits)
+    return within_budget(hits, limit, budget_tokens, cost)
+
+
+def demote_stale(hits: Sequence[Hit], stale: Collection[str], penalty: float = DEFAULT_CONFIG.stale_penalty) -> list[Hit]:
+    """`hits` with each one whose id is in `stale` scored ×`penalty` and moved down past the following
+    fresh hits that now outscore it — never up; fresh hits keep their order (which "the newer wins"
+    may have set against the scores). Pure: the demoted hits are new objects."""
+    fresh = [h for h in hits if h.record.id not in stale]
+    slots: list[list[Hit]] = [[] for _ in range(len(fresh) + 1)]
+    fresh_before = 0
+    for hit in hits:
+        if hit.record.id not in stale:
+            fresh_before += 1
+            continue
+        demoted = replace(hit, score=hit.score * penalty)
+        j = fresh_before
+        while j < len(fresh) and fresh[j].score > demoted.score:
+            j += 1
+        slots[j].append(demoted)
+    out: list[Hit] = []
+    for j, waiting in enumerate(slots):
+        out.extend(sorted(waiting, key=lambda h: -h.score))
+        if j < len(fresh):
+            out.append(fresh[j])
+    return out
 
 
 def _confirm_absent(store: MemoryStore, names: list[str], flt: Filter) -> list[str]:
@@ -68,14 +105,17 @@ def _confirm_absent(store: MemoryStore, names: list[str], flt: Filter) -> list[s
     return absent
 
 
-def _within_budget(hits: list[Hit], limit: int, budget_tokens: int | None) -> SearchOutcome:
+def within_budget(
+    hits: list[Hit], limit: int, budget_tokens: int | None, cost_of: Callable[[Hit], int] | None = None
+) -> SearchOutcome:
+    """The first `limit` hits that fit in `budget_tokens` (a hit costing more than what is left is skipped)."""
     chosen: list[Hit] = []
     tokens = 0
     truncated = False
     for hit in hits:
         if len(chosen) >= limit:
             break
-        cost = estimate_tokens(hit.record.content)
+        cost = cost_of(hit) if cost_of is not None else estimate_tokens(hit.record.content)
         if budget_tokens is not None and tokens + cost > budget_tokens:
             truncated = True
             continue

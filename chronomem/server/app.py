@@ -25,6 +25,8 @@ from pydantic import BaseModel, Field, ValidationError
 from chronomem import __version__
 from chronomem.errors import ChronomemError
 from chronomem.records import FactInput
+from chronomem.server.brief import REQUEST_CONTEXT, register_brief
+from chronomem.server.roots import Workspaces
 from chronomem.service import MemoryService
 from chronomem.tools.results import ForgetResult, HistoryResult, RecallResult, RememberResult
 
@@ -35,8 +37,10 @@ chronomem is this project's long-term memory. Call `recall` before answering que
 the project's commands, conventions, decisions, ports, owners or past bugs; call `remember`
 when you learn something worth keeping (pass structured `facts` when a value can change, so
 the old value is invalidated rather than contradicting the new one). `as_of` answers what was
-true at an earlier time; `history` shows how a fact changed; `forget` ends a memory that is no
-longer true, without deleting it."""
+true at an earlier time (a date, or a git tag/commit/branch such as v1.4.0); `history` shows how
+a fact changed; `forget` ends a memory that is no longer true, without deleting it. Pass `paths`
+to `remember` when a memory is about specific files: `recall` then marks it `stale` once those
+files change, and `recall(paths=[...])` returns what is known about files before you edit them."""
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -56,9 +60,21 @@ def _pick(primary: Any, alias: Any, name: str, alias_name: str) -> Any:
 
 
 class ChronomemServer(MCPServer[Any]):
-    """MCPServer whose argument-validation errors are one readable line, like every other tool error."""
+    """MCPServer whose argument-validation errors are one readable line, like every other tool error,
+    and whose calls without a `project` default to the client's workspace root (server/roots.py)."""
+
+    workspaces: Workspaces | None = None
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        token = REQUEST_CONTEXT.set(context)  # static resources get no Context; the brief's handler reads it here
+        try:
+            return await super().read_resource(uri, context)
+        finally:
+            REQUEST_CONTEXT.reset(token)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self.workspaces is not None and context is not None:
+            arguments = await self.workspaces.fill_project(self, name, arguments, context)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -96,6 +112,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         finally:
             consolidator.stop()
 
+    workspaces = Workspaces(enabled=not svc.settings.project)  # --project / CHRONOMEM_PROJECT win over roots
     server = ChronomemServer(
         "chronomem",
         title="chronomem",
@@ -103,7 +120,9 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         version=__version__,
         lifespan=lifespan,
         log_level=svc.settings.log_level if svc.settings.log_level in _LEVELS else "WARNING",
+        middleware=[workspaces.middleware],
     )
+    server.workspaces = workspaces
     limiter = anyio.CapacityLimiter(4)
 
     async def run(fn: Callable[..., R], *args: Any, **kwargs: Any) -> CallToolResult:
@@ -150,7 +169,13 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
             Field(description="When it became true: ISO 8601 (2024-05-01) or a phrase ('2 days ago'). Default now."),
         ] = None,
         tags: Annotated[list[str] | None, Field(description="Optional labels for filtering.")] = None,
-        paths: Annotated[list[str] | None, Field(description="Optional files the memory is about.")] = None,
+        paths: Annotated[
+            list[str] | None,
+            Field(
+                description="Optional files or globs the memory is about (relative to the repository). Their "
+                "content hashes and the HEAD commit are recorded; recall flags the memory stale when they change."
+            ),
+        ] = None,
         project: Project = None,
         text: Annotated[str | None, Field(description="Alias of content.")] = None,
     ) -> Annotated[CallToolResult, RememberResult]:
@@ -164,6 +189,8 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         Returns the new memory's id and what happened to each fact (added, superseded, reinforced).
         Credentials in the input (API keys, tokens, private keys, passwords) are stored as
         [REDACTED:<kind>] and listed in `redacted`; remember where a secret lives, not its value.
+        Pass `paths` when the memory is about specific files (e.g. paths=["deploy/fabfile.py"]):
+        recall then says when those files have changed since, and recall(paths=…) finds it.
         """
         return await run(
             tools.remember,
@@ -181,7 +208,16 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         annotations=ToolAnnotations(title="Recall", readOnlyHint=True, destructiveHint=False, idempotentHint=True),
     )
     async def recall(
-        query: Annotated[str, Field(description="What you want to know, in words or identifiers.")],
+        query: Annotated[
+            str | None, Field(description="What you want to know, in words or identifiers. Optional with `paths`.")
+        ] = None,
+        paths: Annotated[
+            list[str] | None,
+            Field(
+                description="Files or globs (relative to the repository): return what is known about them, "
+                "e.g. before editing them; ranked by `query` if given, else newest first."
+            ),
+        ] = None,
         limit: Limit = None,
         budget_tokens: Budget = None,
         scope: Scope = "project",
@@ -196,11 +232,14 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         best first, each with id, kind, text, valid/recorded times, provenance, score and the
         channels that matched. When nothing relevant is stored it says so and returns no results
         (abstained=true) — do not guess then. Superseded values are not returned; use `as_of` or
-        `history` for the past.
+        `history` for the past. A result whose files changed since it was written carries
+        `stale` (which files) and is ranked lower: check it against the code. Before editing
+        files, recall(paths=["src/auth/*.py"]) returns what is known about them.
         """
         return await run(
             tools.recall,
             query,
+            paths=paths,
             project=project,
             scope=scope,
             limit=_default(_pick(limit, k, "limit", "k"), 10),
@@ -215,9 +254,16 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
     )
     async def as_of(
         query: Annotated[str, Field(description="What you want to know.")],
-        at: Annotated[str, Field(description="The moment: ISO 8601 (2024-05-01, 2024-05-01T14:00Z) or '3 weeks ago'.")],
+        at: Annotated[
+            str,
+            Field(
+                description="The moment: ISO 8601 (2024-05-01, 2024-05-01T14:00Z), '3 weeks ago', or a git "
+                "commit, tag or branch of the project (v1.4.0), read as its commit time."
+            ),
+        ],
         known_at: Annotated[
-            str | None, Field(description="Answer as chronomem knew it then (transaction time). Default now.")
+            str | None,
+            Field(description="Answer as chronomem knew it then (transaction time; a time or a git ref). Default now."),
         ] = None,
         limit: Limit = None,
         budget_tokens: Budget = None,
@@ -228,7 +274,8 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
     ) -> Annotated[CallToolResult, RecallResult]:
         """Look up what was true at an earlier time, e.g. "what was the test command in March?"
 
-        Example: query="test command", at="2024-03-15". Answers from the memories valid at `at`
+        Example: query="test command", at="2024-03-15", or query="deploy procedure", at="v1.4.0"
+        (a tag, commit or branch: its commit time). Answers from the memories valid at `at`
         (as recorded by `known_at`, default now), including values that were superseded since.
         Same result shape as `recall`.
         """
@@ -282,13 +329,15 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         """Show how a fact changed over time: every value with its valid interval, oldest first.
 
         Example: history(subject="myproject", predicate="test_command") → pytest (Jan–Mar),
-        then nox -s tests (Mar–now), with ids, what superseded what, and why each ended.
+        then nox -s tests (Mar–now), with ids, what superseded what, and why each ended, and
+        the git commit that was HEAD when each was written.
         Also accepts the id of any memory from recall; for a plain memory it shows its revisions.
         """
         return await run(
             tools.history, _pick(id, memory_id, "id", "memory_id"), subject=subject, predicate=predicate, project=project
         )
 
+    register_brief(server, svc)  # the chronomem://brief resource and the `brief` prompt
     return server
 
 

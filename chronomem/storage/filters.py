@@ -100,6 +100,22 @@ class Filter:
         """Rows recorded (transaction time) at or after `since`."""
         return self._and(f"created_at >= {_time_literal(since)}")
 
+    def revisions(self) -> Filter:
+        """Revision rows: restatements of an earlier row (e.g. with its validity closed)."""
+        return self._and("revision_of IS NOT NULL")
+
+    def ended_by(self, t: datetime) -> Filter:
+        """Rows whose validity ended at or before `t`."""
+        return self._and(f"invalid_at IS NOT NULL AND invalid_at <= {_time_literal(t)}")
+
+    def superseding(self, ids: Iterable[str]) -> Filter:
+        """Facts that replaced any of these ids."""
+        return self._and(_in("supersedes", ids))
+
+    def with_paths(self) -> Filter:
+        """Rows about files: a non-empty `paths` list (code anchors)."""
+        return self._and("paths IS NOT NULL AND array_length(paths) > 0")
+
     def originals(self) -> Filter:
         """Rows as first written, not the revisions that restate them."""
         return self._and("revision_of IS NULL")

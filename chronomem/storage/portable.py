@@ -152,17 +152,42 @@ def import_records(
 ) -> int:
     """Embed `records` again and append them all in one commit; the store must be empty."""
     require_empty(store)
-    ready: list[MemoryRecord] = []
-    for start in range(0, len(records), batch_size):
-        batch = records[start : start + batch_size]
-        vectors = embed([r.content for r in batch])
-        ready.extend(r.copy(vector=list(v), embed_model=store.embed_model) for r, v in zip(batch, vectors, strict=True))
-        if progress is not None:
-            progress(len(batch))
-    store.add(ready)
-    if ready:
+    count = append_records(store, records, embed, progress=progress, batch_size=batch_size)
+    if count:
         store.optimize()
-    return len(ready)
+    return count
+
+
+def append_records(
+    store: MemoryStore,
+    records: Sequence[MemoryRecord],
+    embed: Callable[[list[str]], list[list[float]]],
+    progress: Callable[[int], None] | None = None,
+    batch_size: int = 64,
+    commit_rows: int | None = None,
+) -> int:
+    """Embed the records' content and append them: in one commit, or one per `commit_rows` rows.
+
+    The bulk path behind `import_records` and eval/bench_latency.py. Each commit's texts are
+    embedded shortest first, so a batch pads to a length close to its own texts' (mixed
+    lengths in one batch cost up to 2.4x the embedding time), and written in the given
+    order. Does not refresh the indexes: new rows are searched flat until `optimize()`.
+    """
+    step = commit_rows if commit_rows and commit_rows > 0 else max(len(records), 1)
+    written = 0
+    for start in range(0, len(records), step):
+        part = records[start : start + step]
+        order = sorted(range(len(part)), key=lambda i: len(part[i].content))
+        vectors: list[list[float] | None] = [None] * len(part)
+        for at in range(0, len(order), batch_size):
+            chosen = order[at : at + batch_size]
+            for i, vector in zip(chosen, embed([part[i].content for i in chosen]), strict=True):
+                vectors[i] = list(vector)
+            if progress is not None:
+                progress(len(chosen))
+        store.add([r.copy(vector=v, embed_model=store.embed_model) for r, v in zip(part, vectors, strict=True)])
+        written += len(part)
+    return written
 
 
 # ---------------------------------------------------------------------------- purge

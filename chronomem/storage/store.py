@@ -152,6 +152,16 @@ class MemoryStore:
         if records:
             self._table.add(self._arrow(records))
 
+    def add_arrow(self, table: Any) -> None:
+        """Append a prepared Arrow table (the table's columns, vectors as fixed-size lists) in one commit.
+
+        For bulk loads of many rows, which `add` would first turn into Python objects; the
+        table is cast to the store's schema, so a column of the wrong type fails here.
+        """
+        if table.num_rows:
+            schema = memories_schema(self.dim, self.embed_model)
+            self._table.add(table.select(schema.names).cast(schema))
+
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Insert new rows and replace existing ones (by id) in one atomic commit."""
         if not records:
@@ -256,6 +266,50 @@ class MemoryStore:
             counts[name] = counts.get(name, 0) + 1
         return counts
 
+    def project_stats(self, now: datetime) -> dict[str, dict[str, Any]]:
+        """Per project: `rows` (every row, history included), `live_chunks` and `live_facts` (valid and
+        not expired at `now`), and `newest` (the latest `created_at`) — one scan of six short columns."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        columns = ["project", "kind", "valid_at", "invalid_at", "created_at", "expired_at"]
+        table = self._table.search().select(columns).limit(SCAN_LIMIT).to_arrow()
+        if table.num_rows == 0:
+            return {}
+        t = pa.scalar(now.astimezone(UTC), type=table.schema.field("valid_at").type)
+
+        def open_after(column: str) -> Any:  # NULL (still open) or later than now
+            col = table.column(column)
+            return pc.or_kleene(pc.is_null(col), pc.greater(col, t))
+
+        live = pc.and_(
+            pc.and_(pc.less_equal(table.column("valid_at"), t), pc.less_equal(table.column("created_at"), t)),
+            pc.and_(open_after("invalid_at"), open_after("expired_at")),
+        )
+        kind = table.column("kind")
+        grouped = (
+            pa.table(
+                {
+                    "project": table.column("project"),
+                    "chunk": pc.cast(pc.and_(live, pc.equal(kind, "chunk")), pa.int64()),
+                    "fact": pc.cast(pc.and_(live, pc.equal(kind, "fact")), pa.int64()),
+                    "created_at": table.column("created_at"),
+                }
+            )
+            .group_by("project")
+            .aggregate([("chunk", "sum"), ("fact", "sum"), ("project", "count"), ("created_at", "max")])
+            .to_pylist()
+        )
+        return {
+            row["project"]: {
+                "rows": int(row["project_count"]),
+                "live_chunks": int(row["chunk_sum"] or 0),
+                "live_facts": int(row["fact_sum"] or 0),
+                "newest": row["created_at_max"].astimezone(UTC) if row["created_at_max"] else None,
+            }
+            for row in grouped
+        }
+
     def keys(self, flt: Filter) -> list[tuple[str, datetime]]:
         """(id, created_at) of the rows passing `flt`: a cheap scan that reads neither text nor vectors."""
         query = self._table.search().select(["id", "created_at"]).limit(SCAN_LIMIT)
@@ -265,6 +319,19 @@ class MemoryStore:
         table = query.to_arrow()
         times = [t.astimezone(UTC) for t in table.column("created_at").to_pylist()]
         return list(zip(table.column("id").to_pylist(), times, strict=True))
+
+    def columns(self, flt: Filter, names: Sequence[str], limit: int = SCAN_LIMIT) -> list[dict[str, Any]]:
+        """Only the `names` columns of the rows passing `flt`, as dicts (times in UTC): a scan that skips the rest."""
+        query = self._table.search().select(list(names)).limit(limit)
+        sql = flt.sql()
+        if sql:
+            query = query.where(sql)
+        rows = query.to_arrow().to_pylist()
+        for row in rows:
+            for key, value in row.items():
+                if isinstance(value, datetime):
+                    row[key] = value.astimezone(UTC)
+        return rows
 
     def slot_keys(self, flt: Filter) -> set[tuple[str, str]]:
         """Distinct (subject, predicate) of the facts passing `flt`: a scan of two short columns."""

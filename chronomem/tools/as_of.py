@@ -1,14 +1,62 @@
-"""`as_of`: answer from the slice valid at `at` as known at `known_at` (default now)."""
+"""`as_of`: answer from the slice valid at `at` as known at `known_at` (default now).
+
+Git-aware time: `at` and `known_at` may also name a commit, tag (annotated tags are peeled)
+or branch of the project's repository — "what was our deploy procedure as of v1.4.0?" — read
+as that commit's committer time (chronomem/codebase.py). The order is: an ISO 8601 time or
+now/today/yesterday; then, for a single token, a ref of the repository; then a phrase such as
+"3 weeks ago" or "june". So a tag named `1.4` is the tag, not 2024-01-04, and a branch named
+`june` wins over the month. When none of them reads, the error names both possibilities.
+The result's `at_ref` / `known_at_ref` and its message give the ref, commit and time used.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from chronomem.codebase import Codebase, NotARef, looks_like_ref, short
 from chronomem.errors import InvalidInput
 from chronomem.service import MemoryService
-from chronomem.timeparse import parse_time
+from chronomem.timeparse import EARLIEST, LATEST, exact_time, iso, parse_time
 from chronomem.tools.recall import search_slice
-from chronomem.tools.results import RecallResult
+from chronomem.tools.results import GitRef, RecallResult
+
+AT_HELP = "an ISO 8601 date such as 2024-05-01, a phrase like '3 weeks ago', or a git commit, tag or branch such as v1.4.0"
+
+
+def read_moment(
+    svc: MemoryService, value: Any, now: datetime, *, field: str, project: str | None
+) -> tuple[datetime, GitRef | None]:
+    """`value` as a time: an exact time, else a git ref of the project's repository, else a phrase."""
+    exact = exact_time(value, now, field=field)
+    if exact is not None:
+        return exact, None
+    raw = value.strip()
+    reason = ""
+    if looks_like_ref(raw):
+        codebase = Codebase.at(svc.workdir(project))
+        if codebase is None:
+            reason = "the project has no directory on this machine to find a repository in"
+        else:
+            try:
+                found = codebase.resolve_ref(raw)
+            except NotARef as exc:
+                reason = exc.reason
+            else:
+                if not EARLIEST <= found.time < LATEST:
+                    raise InvalidInput(f"{field} {raw!r} names commit {short(found.commit)}, dated outside 1970..2199")
+                return found.time, GitRef(ref=raw, commit=found.commit, time=iso(found.time) or "")
+    try:
+        return parse_time(raw, now, field=field), None
+    except InvalidInput as exc:
+        if "cannot read" not in str(exc):
+            raise  # a time, but out of range
+    tail = f" ({reason})" if reason else ""
+    raise InvalidInput(
+        f"cannot read {field} {raw!r}: it is neither a time (an ISO 8601 date or time such as 2024-05-01 or "
+        f"2024-05-01T14:30:00Z, or a phrase like '3 weeks ago') nor a commit, tag or branch of the project's "
+        f"git repository{tail}"
+    )
 
 
 def as_of(
@@ -23,13 +71,18 @@ def as_of(
     budget_tokens: Any = None,
     kinds: Any = None,
 ) -> RecallResult:
-    """What was true at `at` (ISO 8601 or a phrase like '3 weeks ago'), as recorded by `known_at`."""
+    """What was true at `at` (a time, a phrase, or a git ref), as recorded by `known_at`."""
     if at is None or (isinstance(at, str) and not at.strip()):
-        raise InvalidInput("at is required: an ISO 8601 date such as 2024-05-01, or a phrase like '3 weeks ago'")
+        raise InvalidInput(f"at is required: {AT_HELP}")
     now = svc.now()
-    at_time = parse_time(at, now, field="at")
-    known_time = parse_time(known_at, now, field="known_at") if known_at else now
-    return search_slice(
+    at_time, at_ref = read_moment(svc, at, now, field="at", project=project)
+    known_time, known_ref = read_moment(svc, known_at, now, field="known_at", project=project) if known_at else (now, None)
+    notes = [
+        f"{name} {ref.ref} = commit {short(ref.commit)} ({ref.time})"
+        for name, ref in (("at", at_ref), ("known_at", known_ref))
+        if ref is not None
+    ]
+    result = search_slice(
         svc,
         query,
         at=at_time,
@@ -40,4 +93,7 @@ def as_of(
         budget_tokens=budget_tokens,
         kinds=kinds,
         narrow_to_phrase=False,
+        preface="; ".join(notes) + ". " if notes else "",
     )
+    result.at_ref, result.known_at_ref = at_ref, known_ref
+    return result

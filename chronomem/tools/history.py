@@ -1,4 +1,8 @@
-"""`history`: a fact slot's supersession chain, or a chunk's revisions, with their intervals."""
+"""`history`: a fact slot's supersession chain, or a chunk's revisions, with their intervals.
+
+Each entry carries `commit`: the project repository's HEAD when that row was written (null when
+it was written outside a git repository), shown abbreviated beside the interval in the text.
+"""
 
 from __future__ import annotations
 
@@ -104,5 +108,6 @@ def _entry(r: MemoryRecord, now: Any, superseded_by: str | None = None) -> Histo
         revision_of=r.revision_of,
         source=r.source,
         reason=r.reason,
+        commit=r.commit,
         conflicts_with=conflicts_of(r.tags),
     )

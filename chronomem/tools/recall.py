@@ -1,22 +1,78 @@
-"""`recall`: the best live facts and chunks for a query, now — or nothing, said plainly."""
+"""`recall`: the best live facts and chunks for a query, now — or nothing, said plainly.
+
+Code anchors (chronomem/codebase.py): a result of the call's own project that is anchored to
+files whose content has changed since it was written (or that were deleted) carries `stale`
+naming them, and is demoted (score × `RankConfig.stale_penalty`, `search.demote_stale`) before
+`limit` and the budget apply. The files are hashed at most once per call, and only when a
+candidate has anchors.
+
+`recall(paths=[…])` answers what is known about those files, for an agent about to edit them:
+the live memories whose stored paths (or anchored files) match any of the given paths — equal,
+a glob either way (fnmatch, so `*` also crosses `/`), or a directory holding the other — ranked
+by the query when one is given, else newest first (stale ones after the rest). The given paths
+are read relative to the repository like `remember`'s. Matching runs in Python over the slice's
+rows that have paths, at most `PATH_SCAN_LIMIT` of them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from chronomem.codebase import Codebase, StalenessCheck, normalise_query_path, path_matches
 from chronomem.config import MAX_LIMIT, MAX_QUERY_CHARS
+from chronomem.consolidate.marks import anchors_of
 from chronomem.errors import InvalidInput
-from chronomem.retrieval.rank import QueryInfo
-from chronomem.retrieval.search import hybrid_search
+from chronomem.records import MemoryRecord
+from chronomem.retrieval.fusion import estimate_tokens
+from chronomem.retrieval.rank import DEFAULT_CONFIG, QueryInfo
+from chronomem.retrieval.search import Hit, SearchOutcome, demote_stale, hybrid_search, within_budget
 from chronomem.retrieval.temporal import read_time
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
-from chronomem.tools.results import MemoryItem, RecallResult
-from chronomem.tools.validate import bounded_int, require_text
+from chronomem.tools.results import MemoryItem, RecallResult, Stale
+from chronomem.tools.validate import bounded_int, require_text, string_list
 
 KINDS = ("fact", "chunk")
+#: Longest stretch of the query a result message quotes.
+MAX_QUOTED = 120
+#: Most rows with paths that `recall(paths=…)` reads from the slice before matching them in Python.
+PATH_SCAN_LIMIT = 20_000
+
+
+class Anchors:
+    """Staleness of the results of one call: only rows of the call's own project, files hashed once."""
+
+    def __init__(self, svc: MemoryService, project: str | None) -> None:
+        self._svc = svc
+        self._project = project
+        self._own: str | None = None
+        self._check: StalenessCheck | None = None
+        self.found: dict[str, Stale] = {}
+
+    def stale(self, record: MemoryRecord) -> Stale | None:
+        anchors = anchors_of(record.tags)
+        if not anchors:
+            return None
+        if record.id in self.found:
+            return self.found[record.id]
+        if self._check is None:
+            self._own = self._svc.project(self._project)
+            self._check = StalenessCheck(Codebase.at(self._svc.workdir(self._project)))
+        if record.project != self._own:
+            return None  # its paths are relative to another project's files
+        changed = self._check(anchors)
+        if not changed:
+            return None
+        info = self.found[record.id] = Stale.of(changed, record.commit)
+        return info
+
+    def demote(self, hits: list[Hit]) -> list[Hit]:
+        """The adjust step of the search: mark the stale hits and move them down (search.demote_stale)."""
+        stale = {h.record.id for h in hits if self.stale(h.record) is not None}
+        return demote_stale(hits, stale, DEFAULT_CONFIG.stale_penalty) if stale else hits
 
 
 def search_slice(
@@ -31,11 +87,15 @@ def search_slice(
     budget_tokens: Any,
     kinds: Any,
     narrow_to_phrase: bool = True,
+    check_anchors: bool = False,
+    preface: str = "",
 ) -> RecallResult:
     """Search the slice live at (`at`, `known_at`) — shared by recall and as_of.
 
     A dated phrase in the query ("on May 10, 2024", "in March") is taken off the text
     and, unless the caller fixed the moment (`narrow_to_phrase=False`), moves `at` back to it.
+    With `check_anchors` (recall: the slice is now) results whose files changed are marked and demoted.
+    `preface` starts the message (as_of: which commit a ref named).
     """
     text = require_text(query, "query", MAX_QUERY_CHARS)
     count = bounded_int(limit, "limit", 1, MAX_LIMIT)
@@ -51,40 +111,101 @@ def search_slice(
         flt = flt.projects(projects)
     if wanted != KINDS:
         flt = flt.kinds(wanted)
+    info = _query_info(svc, reading.text, reading.intent, projects)
+    vector = svc.embed_one(reading.text)
+    where = "all projects" if projects is None else ", ".join(projects)
+    subject = f"for {_shown(text)}"
+    anchors = Anchors(svc, project) if check_anchors else None
+    item = _item_maker(anchors, scored=True)
+    room, cost = _budget(budget, count, subject, where, item, preface)
+    outcome = hybrid_search(
+        svc.store, info, vector, flt, count, room, cost=cost, adjust=anchors.demote if anchors is not None else None
+    )
+    base = dict(query=text, projects=projects, at=iso(at) or "", known_at=iso(known_at) or "")
+    nothing = f"Nothing relevant is stored {subject} in {where}"
+    nothing += f" ({outcome.reason})." if outcome.reason else "."
+    return _respond(outcome, item, subject, where, budget, nothing, base, preface)
+
+
+def _query_info(svc: MemoryService, text: str, intent: str, projects: list[str] | None) -> QueryInfo:
     names = svc.project_names()
     searched = tuple(names.get(p, p) for p in projects) if projects is not None else tuple(names.values())
-    info = QueryInfo(
-        text=reading.text,
-        intent=reading.intent,
+    return QueryInfo(
+        text=text,
+        intent=intent,
         project_names=searched,
         other_project_names=tuple(n for p, n in names.items() if n not in searched),
     )
-    vector = svc.embed_one(reading.text)
-    outcome = hybrid_search(svc.store, info, vector, flt, count, budget)
-    items = [MemoryItem.of(h.record, h.score, h.channels) for h in outcome.hits]
-    where = "all projects" if projects is None else ", ".join(projects)
-    if outcome.abstained:
-        message = f"Nothing relevant is stored for {text!r} in {where}"
-        message += f" ({outcome.reason})." if outcome.reason else "."
-    elif not items:
-        message = f"Relevant memories exist for {text!r} but none fit budget_tokens={budget}."
-    else:
-        noun = "memory" if len(items) == 1 else "memories"
-        message = f"{len(items)} {noun} for {text!r} in {where}"
-        if outcome.truncated:
-            message += f" (more left out to stay within {budget} tokens)"
-        message += ":"
-    return RecallResult(
-        query=text,
-        projects=projects,
-        at=iso(at) or "",
-        known_at=iso(known_at) or "",
-        abstained=outcome.abstained,
-        message=message,
-        results=items,
-        tokens=outcome.tokens,
-        truncated=outcome.truncated,
-    )
+
+
+def _item_maker(anchors: Anchors | None, scored: bool) -> Callable[[Hit], MemoryItem]:
+    def item(h: Hit) -> MemoryItem:
+        stale = anchors.stale(h.record) if anchors is not None else None
+        return MemoryItem.of(h.record, h.score if scored else None, h.channels, stale)
+
+    return item
+
+
+def _budget(
+    budget: int | None, count: int, subject: str, where: str, item: Callable[[Hit], MemoryItem], preface: str = ""
+) -> tuple[int | None, Callable[[Hit], int] | None]:
+    """What the hits may spend of `budget` (after the heading line), and what one hit's numbered line costs."""
+    if budget is None:
+        return None, None
+    # The budget covers the whole readable answer: the heading line, then each item's numbered line.
+    heading = preface + _message(subject, where, count, budget, truncated=True, stale=count)
+    room = budget - estimate_tokens(heading + "\n")
+    return room, lambda h: estimate_tokens(f"{count}. {item(h).line()}\n")
+
+
+def _respond(
+    outcome: SearchOutcome,
+    item: Callable[[Hit], MemoryItem],
+    subject: str,
+    where: str,
+    budget: int | None,
+    nothing: str,
+    base: dict[str, Any],
+    preface: str = "",
+) -> RecallResult:
+    items = [item(h) for h in outcome.hits]
+    truncated = outcome.truncated
+    while True:
+        if outcome.abstained:
+            message = nothing
+        elif not items:
+            message = f"Relevant memories exist for this query but none fit budget_tokens={budget}."
+        else:
+            stale = sum(1 for i in items if i.stale is not None)
+            message = _message(subject, where, len(items), budget, truncated, stale)
+        result = RecallResult(
+            **base,
+            abstained=outcome.abstained,
+            message=preface + message,
+            results=items,
+            tokens=0,
+            truncated=truncated,
+        )
+        rendered = estimate_tokens(result.text()) if items else 0
+        if budget is None or not items or rendered <= budget:
+            result.tokens = rendered
+            return result
+        items, truncated = items[:-1], True  # safety net: never more than the budget, whatever the rendering
+
+
+def _shown(query: str) -> str:
+    """The query as the message quotes it: at most `MAX_QUOTED` characters."""
+    return repr(query if len(query) <= MAX_QUOTED else query[: MAX_QUOTED - 1] + "…")
+
+
+def _message(subject: str, where: str, n: int, budget: int | None, truncated: bool, stale: int = 0) -> str:
+    noun = "memory" if n == 1 else "memories"
+    message = f"{n} {noun} {subject} in {where}"
+    if truncated:
+        message += f" (more left out to stay within {budget} tokens)"
+    if stale:
+        message += f" ({stale} stale: files they are about changed since)"
+    return message + ":"
 
 
 def _kinds(kinds: Any) -> tuple[str, ...]:
@@ -99,7 +220,50 @@ def _kinds(kinds: Any) -> tuple[str, ...]:
 
 def recall(
     svc: MemoryService,
-    query: Any,
+    query: Any = None,
+    *,
+    paths: Any = None,
+    project: str | None = None,
+    scope: str = "project",
+    limit: Any = 10,
+    budget_tokens: Any = None,
+    kinds: Any = None,
+) -> RecallResult:
+    """Live facts and chunks relevant to `query` now, best first; with `paths`, those about these files."""
+    now = svc.now()
+    given = string_list(paths, "paths")
+    if given:
+        return recall_paths(
+            svc, given, query, project=project, scope=scope, limit=limit, budget_tokens=budget_tokens, kinds=kinds
+        )
+    if query is None:
+        raise InvalidInput("query is required (or pass paths to recall what is known about those files)")
+    if isinstance(query, str) and not query.strip():
+        raise InvalidInput("query is empty (pass a query, or paths to recall what is known about those files)")
+    return search_slice(
+        svc,
+        query,
+        at=now,
+        known_at=now,
+        project=project,
+        scope=scope,
+        limit=limit,
+        budget_tokens=budget_tokens,
+        kinds=kinds,
+        check_anchors=True,
+    )
+
+
+def about(record: MemoryRecord, asked: list[str]) -> bool:
+    """Is `record` about any of the `asked` paths (by its stored paths or its anchored files)?"""
+    mine = list(record.paths) + list(anchors_of(record.tags))
+    return any(path_matches(stored, given) for stored in mine for given in asked)
+
+
+def recall_paths(
+    svc: MemoryService,
+    paths: list[str],
+    query: Any = None,
     *,
     project: str | None = None,
     scope: str = "project",
@@ -107,8 +271,67 @@ def recall(
     budget_tokens: Any = None,
     kinds: Any = None,
 ) -> RecallResult:
-    """Live facts and chunks relevant to `query` now, best first."""
-    now = svc.now()
-    return search_slice(
-        svc, query, at=now, known_at=now, project=project, scope=scope, limit=limit, budget_tokens=budget_tokens, kinds=kinds
+    """The live memories about `paths`, ranked by `query` if given, else newest first."""
+    text = None if query is None or (isinstance(query, str) and not query.strip()) else require_text(
+        query, "query", MAX_QUERY_CHARS
     )
+    count = bounded_int(limit, "limit", 1, MAX_LIMIT)
+    budget = None if budget_tokens is None else bounded_int(budget_tokens, "budget_tokens", 1, 1_000_000)
+    wanted = _kinds(kinds)
+    projects = svc.scope_projects(project, scope)
+    codebase = Codebase.at(svc.workdir(project))
+    asked = list(dict.fromkeys(normalise_query_path(p, codebase) for p in paths))
+    now = svc.now()
+
+    flt = Filter().live(now, now).with_paths()
+    if projects is not None:
+        flt = flt.projects(projects)
+    if wanted != KINDS:
+        flt = flt.kinds(wanted)
+    matched = [r for r in svc.store.find(flt, limit=PATH_SCAN_LIMIT) if about(r, asked)]
+
+    anchors = Anchors(svc, project)
+    where = "all projects" if projects is None else ", ".join(projects)
+    subject = "about " + ", ".join(asked) + (f" matching {_shown(text)}" if text else "")
+    ranked: list[Hit] = []
+    if text and matched:
+        reading = read_time(text, now)
+        info = _query_info(svc, reading.text, reading.intent, projects)
+        found = hybrid_search(
+            svc.store, info, svc.embed_one(reading.text), flt.ids([r.id for r in matched]), len(matched)
+        )
+        ranked = found.hits
+    by_recency = sorted(matched, key=lambda r: (r.valid_at, r.created_at, r.id), reverse=True)
+    hits = _fold(ranked + [Hit(r, 0.0) for r in by_recency])
+    stale = {h.record.id for h in hits if anchors.stale(h.record) is not None}
+    if ranked:
+        scored = {h.record.id for h in ranked}
+        head = demote_stale([h for h in hits if h.record.id in scored], stale, DEFAULT_CONFIG.stale_penalty)
+        rest = [h for h in hits if h.record.id not in scored]
+        hits = head + [h for h in rest if h.record.id not in stale] + [h for h in rest if h.record.id in stale]
+    else:
+        hits = [h for h in hits if h.record.id not in stale] + [h for h in hits if h.record.id in stale]
+
+    scores = {h.record.id for h in ranked}
+
+    def item(h: Hit) -> MemoryItem:
+        return MemoryItem.of(h.record, h.score if h.record.id in scores else None, h.channels, anchors.stale(h.record))
+
+    room, cost = _budget(budget, count, subject, where, item)
+    outcome = within_budget(hits, count, room, cost)
+    outcome.abstained = not matched
+    base = dict(query=text, paths=asked, projects=projects, at=iso(now) or "", known_at=iso(now) or "")
+    nothing = f"Nothing is stored about {', '.join(asked)} in {where}."
+    return _respond(outcome, item, subject, where, budget, nothing, base)
+
+
+def _fold(hits: list[Hit]) -> list[Hit]:
+    """Each memory once (first occurrence wins), and a chunk left out when a fact derived from it is listed."""
+    seen: set[str] = set()
+    unique = []
+    for h in hits:
+        if h.record.id not in seen:
+            seen.add(h.record.id)
+            unique.append(h)
+    covered = {cid for h in unique if h.record.kind == "fact" for cid in h.record.source_ids}
+    return [h for h in unique if h.record.kind != "chunk" or not ({h.record.id, h.record.revision_of} & covered)]

@@ -1,4 +1,10 @@
-"""`remember`: store a statement verbatim at once, and resolve any structured facts it carries."""
+"""`remember`: store a statement verbatim at once, and resolve any structured facts it carries.
+
+Code anchors: the project directory's git HEAD is recorded in `commit`, the `paths` are stored
+relative to the repository (globs kept as given) and the blob id of each file they name is
+recorded as a `cm:anchor:` tag (chronomem/codebase.py, consolidate/marks.py), on the chunk and
+on every fact it carries, so `recall` can tell when those files have changed since.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from chronomem.codebase import Codebase, short
 from chronomem.config import MAX_FACTS_PER_CALL
+from chronomem.consolidate.marks import anchor_tags
 from chronomem.consolidate.apply import resolve_and_commit
 from chronomem.errors import InvalidInput
 from chronomem.records import (
@@ -20,7 +28,7 @@ from chronomem.records import (
 from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.timeparse import iso, parse_time
-from chronomem.tools.results import FactResult, Redaction, RememberResult
+from chronomem.tools.results import Anchor, FactResult, Redaction, RememberResult
 from chronomem.tools.validate import require_text, string_list
 
 SOURCES = ("agent", "rules", "llm", "import")
@@ -85,6 +93,14 @@ def remember(
     path_list = guard.clean_list(path_list, "paths")
     now = svc.now()
     valid_at = parse_time(valid_from, now, field="valid_from") if valid_from else now
+    codebase = Codebase.at(svc.workdir(project))
+    commit = codebase.head() if codebase is not None else None
+    notes: list[str] = []
+    anchors: dict[str, str] = {}
+    if codebase is not None and path_list:
+        anchoring = codebase.anchor(path_list)
+        path_list, anchors, notes = anchoring.paths, anchoring.anchors, anchoring.notes
+    row_tags = tag_list + anchor_tags(anchors)
     fact_times = [parse_time(f.valid_from, now, field="facts.valid_from") if f.valid_from else valid_at for f in fact_inputs]
 
     sentences = [fact_sentence(f.subject, normalize_predicate(f.predicate), f.object) for f in fact_inputs]
@@ -102,8 +118,9 @@ def remember(
             vector=vectors[0],
             embed_model=svc.embedder.name,
             source=source,
-            tags=tag_list,
+            tags=row_tags,
             paths=path_list,
+            commit=commit,
         )
         fact_records = [
             MemoryRecord(
@@ -120,8 +137,9 @@ def remember(
                 embed_model=svc.embedder.name,
                 source=source,
                 source_ids=[chunk.id],
-                tags=tag_list,
+                tags=row_tags,
                 paths=path_list,
+                commit=commit,
             )
             for f, t, sentence, vector in zip(fact_inputs, fact_times, sentences, vectors[1:], strict=True)
         ]
@@ -144,6 +162,14 @@ def remember(
         for f in fact_results:
             counts[f.action] = counts.get(f.action, 0) + 1
         summary += "; facts: " + ", ".join(f"{n} {action}" for action, n in counts.items())
+    if anchors:
+        noun = "file" if len(anchors) == 1 else "files"
+        summary += f"; anchored to {len(anchors)} {noun}"
+        summary += f" at commit {short(commit)}" if commit else " (no git commit)"
+    elif commit:
+        summary += f" at commit {short(commit)}"
+    if notes:
+        summary += "; " + "; ".join(notes)
     if guard.total:
         summary += f"; redacted {describe(guard.counts)} before storing"
     return RememberResult(
@@ -153,5 +179,8 @@ def remember(
         valid_at=iso(valid_at) or "",
         created_at=iso(now) or "",
         facts=fact_results,
+        commit=commit,
+        paths=path_list,
+        anchors=[Anchor(path=p, blob=b) for p, b in sorted(anchors.items())],
         message=summary + ".",
     )

@@ -4,9 +4,42 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from chronomem.codebase import Change, short
 from chronomem.consolidate.marks import conflicts_of, user_tags
 from chronomem.records import MemoryRecord
 from chronomem.timeparse import iso
+
+
+class StaleFile(BaseModel):
+    path: str = Field(description="A file the memory is anchored to, relative to the repository")
+    status: str = Field(description="`modified` (its content changed) or `deleted`")
+
+
+class Stale(BaseModel):
+    """Why a result may be out of date: files it is about have changed since it was remembered."""
+
+    files: list[str] = Field(description="The anchored files that changed since the memory was written")
+    changes: list[StaleFile] = Field(default_factory=list)
+    since_commit: str | None = Field(default=None, description="HEAD when the memory was written")
+
+    @classmethod
+    def of(cls, found: list[Change], commit: str | None) -> Stale:
+        return cls(
+            files=[c.path for c in found],
+            changes=[StaleFile(path=c.path, status=c.status) for c in found],
+            since_commit=commit,
+        )
+
+    def line(self) -> str:
+        parts = [c.path + (" (deleted)" if c.status == "deleted" else "") for c in self.changes]
+        when = f"commit {short(self.since_commit)}" if self.since_commit else "it was remembered"
+        return "stale: " + _few(parts) + f" changed since {when}"
+
+
+def _few(names: list[str], shown: int = 5) -> str:
+    """`a, b, c` — or the first `shown` and how many more."""
+    head = ", ".join(names[:shown])
+    return head if len(names) <= shown else f"{head} and {len(names) - shown} more"
 
 
 class MemoryItem(BaseModel):
@@ -28,7 +61,11 @@ class MemoryItem(BaseModel):
     supersedes: str | None = Field(default=None, description="Id of the fact this one replaced")
     revision_of: str | None = Field(default=None, description="Id of the record this row restates")
     tags: list[str] = Field(default_factory=list)
-    paths: list[str] = Field(default_factory=list)
+    paths: list[str] = Field(default_factory=list, description="Files or globs it is about, relative to the repository")
+    commit: str | None = Field(default=None, description="The repository's HEAD commit when it was written")
+    stale: Stale | None = Field(
+        default=None, description="Set when files it is about changed since it was written (it is then ranked lower)"
+    )
     reason: str | None = None
     score: float | None = Field(default=None, description="Fused relevance score (recall / as_of)")
     channels: list[str] = Field(default_factory=list, description="Which retrieval channels matched")
@@ -37,7 +74,13 @@ class MemoryItem(BaseModel):
     )
 
     @classmethod
-    def of(cls, record: MemoryRecord, score: float | None = None, channels: list[str] | None = None) -> MemoryItem:
+    def of(
+        cls,
+        record: MemoryRecord,
+        score: float | None = None,
+        channels: list[str] | None = None,
+        stale: Stale | None = None,
+    ) -> MemoryItem:
         return cls(
             id=record.id,
             kind=record.kind,
@@ -57,6 +100,8 @@ class MemoryItem(BaseModel):
             tags=user_tags(record.tags),
             conflicts_with=conflicts_of(record.tags),
             paths=record.paths,
+            commit=record.commit,
+            stale=stale,
             reason=record.reason,
             score=None if score is None else round(score, 6),
             channels=channels or [],
@@ -69,9 +114,16 @@ class MemoryItem(BaseModel):
             extras.append(f"supersedes {self.supersedes}")
         if self.source_ids:
             extras.append("from " + ", ".join(self.source_ids))
+        if self.paths:
+            extras.append("about " + _few(self.paths, 3))
+        if self.commit:
+            extras.append(f"at commit {short(self.commit)}")
         if self.score is not None:
             extras.append(f"score {self.score:.4f} via {'+'.join(self.channels) or '-'}")
-        return f"[{self.kind} {self.id}] {self.text}\n    " + " · ".join(extras)
+        out = f"[{self.kind} {self.id}] {self.text}\n    " + " · ".join(extras)
+        if self.stale is not None:
+            out += "\n    " + self.stale.line()
+        return out
 
 
 def _day(value: str | None) -> str:
@@ -95,12 +147,22 @@ class Redaction(BaseModel):
     count: int
 
 
+class Anchor(BaseModel):
+    path: str = Field(description="A file the memory is about, relative to the repository")
+    blob: str = Field(description="Its git blob id (content hash) when the memory was written")
+
+
 class RememberResult(BaseModel):
     id: str = Field(description="Id of the stored chunk")
     project: str
     valid_at: str
     created_at: str
     facts: list[FactResult] = Field(default_factory=list)
+    commit: str | None = Field(default=None, description="The repository's HEAD commit, recorded with the memory")
+    paths: list[str] = Field(default_factory=list, description="The paths as stored, relative to the repository")
+    anchors: list[Anchor] = Field(
+        default_factory=list, description="Files whose content hashes were recorded; recall flags the memory stale when they change"
+    )
     redacted: list[Redaction] = Field(
         default_factory=list,
         description="Secrets replaced by [REDACTED:<kind>] before anything was embedded or stored (kinds, never values)",
@@ -115,11 +177,22 @@ class RememberResult(BaseModel):
         return "\n".join(lines)
 
 
+class GitRef(BaseModel):
+    """A commit, tag or branch that a time argument named, as resolved in the project's repository."""
+
+    ref: str = Field(description="As given, e.g. v1.4.0")
+    commit: str = Field(description="The commit it names")
+    time: str = Field(description="That commit's committer time, the moment used")
+
+
 class RecallResult(BaseModel):
-    query: str
+    query: str | None = Field(default=None, description="The query; null when recalling by paths alone")
+    paths: list[str] = Field(default_factory=list, description="The paths asked about (recall by paths)")
     projects: list[str] | None = Field(description="Projects searched; null = all")
     at: str = Field(description="Valid time of the slice searched")
     known_at: str = Field(description="Transaction time of the slice searched")
+    at_ref: GitRef | None = Field(default=None, description="The git ref `at` named, when it named one")
+    known_at_ref: GitRef | None = Field(default=None, description="The git ref `known_at` named, when it named one")
     abstained: bool = Field(description="True when nothing relevant is stored")
     message: str
     results: list[MemoryItem]
@@ -158,6 +231,7 @@ class HistoryEntry(BaseModel):
     revision_of: str | None = None
     source: str
     reason: str | None = None
+    commit: str | None = Field(default=None, description="The repository's HEAD commit when this row was written")
     conflicts_with: list[str] = Field(
         default_factory=list, description="Facts flagged as disagreeing with this one while both stay live"
     )
@@ -179,5 +253,6 @@ class HistoryResult(BaseModel):
             label = e.object if e.object is not None else e.text
             if e.conflicts_with:
                 tail += " — conflicts with " + ", ".join(e.conflicts_with)
-            lines.append(f"  {_day(e.valid_at)} → {end}  {label!r}  [{e.status}] {e.id}{tail}")
+            at_commit = f" @{short(e.commit)}" if e.commit else ""
+            lines.append(f"  {_day(e.valid_at)} → {end}  {label!r}  [{e.status}] {e.id}{at_commit}{tail}")
         return "\n".join(lines)

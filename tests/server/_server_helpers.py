@@ -45,9 +45,10 @@ def full_env(**overrides: str) -> dict[str, str]:
     return env
 
 
-def serve_args(store: Path, *extra: str) -> list[str]:
-    """Arguments after the Python executable that start the server on `store`."""
-    return ["-m", "chronomem", "serve", "--store", str(store), "--project", PROJECT, *extra]
+def serve_args(store: Path, *extra: str, project: str | None = PROJECT) -> list[str]:
+    """Arguments after the Python executable that start the server on `store` (`project=None`: no --project)."""
+    pinned = ["--project", project] if project else []
+    return ["-m", "chronomem", "serve", "--store", str(store), *pinned, *extra]
 
 
 # ---------------------------------------------------------------------------- network servers
@@ -60,13 +61,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(store: Path, transport: str, log_dir: Path, startup_timeout: float = 60.0) -> Iterator[str]:
+def running_server(
+    store: Path, transport: str, log_dir: Path, startup_timeout: float = 60.0, project: str | None = PROJECT
+) -> Iterator[str]:
     """Start `chronomem serve --transport <sse|http>` on a free port; yield its base URL; always stop it."""
     port = free_port()
     log_path = log_dir / f"server-{transport}.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, *serve_args(store, "--transport", transport, "--host", "127.0.0.1", "--port", str(port))],
+            [
+                sys.executable,
+                *serve_args(store, "--transport", transport, "--host", "127.0.0.1", "--port", str(port), project=project),
+            ],
             env=full_env(),
             cwd=log_dir,
             stdin=subprocess.DEVNULL,

@@ -69,7 +69,7 @@ async def test_tools_list_describes_the_five_tools(store, tmp_path, mode):
     assert {"query", "at", "known_at"} <= set(tools["as_of"].input_schema["properties"])
     assert {"id", "memory_id", "reason"} <= set(tools["forget"].input_schema["properties"])
     assert {"id", "subject", "predicate"} <= set(tools["history"].input_schema["properties"])
-    assert "query" in tools["recall"].input_schema.get("required", [])
+    assert "paths" in tools["recall"].input_schema["properties"]  # query is optional when paths are given
     assert {"query", "at"} <= set(tools["as_of"].input_schema.get("required", []))
     # Every result carries ids to pass back to history/forget.
     assert "id" in tools["remember"].output_schema["properties"]

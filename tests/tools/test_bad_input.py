@@ -23,7 +23,7 @@ from chronomem.tools import as_of, forget, history, recall, remember
 TOOLS = {"remember": remember, "recall": recall, "as_of": as_of, "forget": forget, "history": history}
 ARGUMENTS = {
     "remember": ["content", "project", "valid_from", "facts", "tags", "paths"],
-    "recall": ["query", "project", "scope", "limit", "budget_tokens", "kinds"],
+    "recall": ["query", "project", "scope", "limit", "budget_tokens", "kinds", "paths"],
     "as_of": ["query", "at", "known_at", "project", "scope", "limit", "budget_tokens", "kinds"],
     "forget": ["id", "reason", "retract", "at"],
     "history": ["id", "subject", "predicate", "project"],

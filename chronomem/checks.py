@@ -1,0 +1,248 @@
+"""`chronomem doctor`'s checks beyond the store's own (storage/doctor.py): model, indexes, client configs.
+
+Each check is one `Check`: `ok`, `warn` (works, but slower or not set up everywhere) or
+`fail` (something a client or command will trip on), with a one-line detail and, unless ok,
+a one-line fix naming the command or setting that mends it.
+
+- model: is CHRONOMEM_MODEL_PATH set, does its folder hold the ONNX export, does the
+  model load and embed one sentence (bounded wait; a load failure is the model's own message);
+- index: the full-text index exists and how many rows it does not cover yet; past
+  `VECTOR_INDEX_MIN_ROWS` rows, whether the vector index exists and covers the table.
+  Read straight from LanceDB, without opening the store for writing (which would build
+  missing indexes as a side effect);
+- configs: the project and user config files of Claude Code and Cursor (`install.all_targets`,
+  plus Claude Code's local scope: `projects[<repo>].mcpServers` in ~/.claude.json), each
+  parsed, and any chronomem entry's command checked to exist and be executable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from chronomem.config import Settings
+from chronomem.install import SERVER_NAME, Target, all_targets, project_root
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+#: Longest a doctor run waits for the embedding model to load.
+MODEL_CHECK_SECONDS = 60.0
+_MODEL_FILES = ("model.onnx", "tokenizer.json", "config.json")
+
+
+@dataclass
+class Check:
+    """One line of the doctor's report."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str | None = None
+
+    def text(self) -> str:
+        line = f"{self.status:<5} {self.name}: {self.detail}"
+        return line + (f"\n      fix: {self.fix}" if self.fix and self.status != OK else "")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------- model
+
+
+def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS) -> Check:
+    """Does the configured embedding model load and embed a sentence?"""
+    from chronomem.config import DEFAULT_MODEL_DIM
+    from chronomem.embed import FastEmbedder
+    from chronomem.errors import ChronomemError
+
+    path = settings.model_path
+    set_fix = (
+        f"set CHRONOMEM_MODEL_PATH to a folder holding the ONNX export of {settings.model_name} "
+        f"({', '.join(_MODEL_FILES)})"
+    )
+    if path is not None:
+        if not path.is_dir():
+            return Check("model", FAIL, f"CHRONOMEM_MODEL_PATH {path} is not a directory", set_fix)
+        missing = [f for f in _MODEL_FILES if not (path / f).is_file()]
+        if missing:
+            return Check("model", FAIL, f"{path} lacks {', '.join(missing)}", set_fix)
+    where = f"from {path}" if path is not None else "from fastembed's cache (CHRONOMEM_MODEL_PATH is not set)"
+    embedder = FastEmbedder(settings.model_name, path, DEFAULT_MODEL_DIM, wait_seconds=min(wait_seconds, settings.model_wait_seconds))
+    started = time.monotonic()
+    try:
+        vector = embedder.embed(["chronomem doctor checks that the model embeds a sentence."])[0]
+    except ChronomemError as exc:
+        return Check("model", FAIL, f"{settings.model_name} does not load {where}: {exc}", set_fix)
+    seconds = time.monotonic() - started
+    detail = f"{settings.model_name} loads {where} and embeds ({len(vector)}-d, {seconds:.1f} s)"
+    if path is None:
+        return Check("model", WARN, detail, set_fix + " so no download is ever needed")
+    return Check("model", OK, detail)
+
+
+# ---------------------------------------------------------------------------- indexes
+
+
+def check_index(store_path: Path) -> Check:
+    """How much of the table the full-text (and, when large, vector) index covers."""
+    from chronomem.consolidate.upkeep import UPKEEP_MIN_UNINDEXED, VECTOR_INDEX_MIN_ROWS, needs_vector_index
+    from chronomem.storage.doctor import _connect, error_line
+    from chronomem.storage.schema import TABLE_NAME
+    from chronomem.storage.store import VECTOR_INDEX_NAME
+
+    refresh = "run `chronomem consolidate` to refresh the index"
+    if not (store_path / f"{TABLE_NAME}.lance").exists():
+        return Check("index", OK, "no table yet (indexes are made with it)")
+    try:
+        table = _connect(store_path).open_table(TABLE_NAME)
+        names = {idx.name for idx in table.list_indices()}
+        rows = int(table.count_rows())
+        if "content_idx" not in names:
+            return Check("index", WARN, f"no full-text index over {rows} rows (searched flat)", refresh)
+        stats = table.index_stats("content_idx")
+        unindexed = int(stats.num_unindexed_rows) if stats is not None else rows
+        trained: int | None = None
+        if VECTOR_INDEX_NAME in names:
+            vstats = table.index_stats(VECTOR_INDEX_NAME)
+            trained = int(vstats.num_indexed_rows) if vstats is not None else 0
+    except Exception as exc:  # the store check reports damage; here it is one line
+        return Check("index", FAIL, f"cannot read the indexes: {error_line(exc)}", "run `chronomem doctor --repair`")
+    problems = []
+    if unindexed >= UPKEEP_MIN_UNINDEXED:
+        problems.append(f"{unindexed} of {rows} rows are not in the full-text index yet (searched flat, slower)")
+    if needs_vector_index(rows, trained):
+        state = "no vector index" if not trained else f"the vector index covers {trained} rows"
+        problems.append(f"{rows} rows and {state} (from {VECTOR_INDEX_MIN_ROWS} rows searches use one)")
+    if problems:
+        return Check("index", WARN, "; ".join(problems), refresh)
+    vector = "" if trained is None else f"; vector index over {trained} rows"
+    return Check("index", OK, f"full-text index covers {rows - unindexed} of {rows} rows{vector}")
+
+
+# ---------------------------------------------------------------------------- client configs
+
+
+def _install_fix(target: Target) -> str:
+    return f"run `chronomem install {target.client} --scope {target.scope}`"
+
+
+def _command_problem(entry: Any) -> str | None:
+    """Why a chronomem config entry cannot start the server, or None."""
+    if not isinstance(entry, dict):
+        return "the entry is not a JSON object"
+    command = entry.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return "the entry has no command" + (" (it names a url: chronomem install writes stdio entries)" if "url" in entry else "")
+    args = entry.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return "args is not a list of strings"
+    if os.path.isabs(command):
+        if not os.path.isfile(command):
+            return f"its command {command} does not exist"
+        if not os.access(command, os.X_OK):
+            return f"its command {command} is not executable"
+    elif "${" not in command and shutil.which(command) is None:
+        return f"its command {command!r} is not on PATH"
+    if "serve" not in args:
+        return f"its args {args} do not run `serve`"
+    model = (entry.get("env") or {}).get("CHRONOMEM_MODEL_PATH") if isinstance(entry.get("env"), dict) else None
+    if isinstance(model, str) and "${" not in model and not os.path.isdir(os.path.expanduser(model)):
+        return f"its CHRONOMEM_MODEL_PATH {model} is not a directory"
+    return None
+
+
+def _read(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(the file's JSON object, None) or (None, what is wrong with it)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot be read ({exc})"
+    if not text.strip():
+        return {}, None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    if not isinstance(data, dict):
+        return None, f"holds a JSON {type(data).__name__}, not an object"
+    return data, None
+
+
+def check_configs(cwd: str | os.PathLike[str] | None = None, home: Path | None = None, name: str = SERVER_NAME) -> list[Check]:
+    """Client config files: parseable, and a chronomem entry somewhere whose command runs."""
+    home = home if home is not None else Path.home()
+    root = project_root(cwd)
+    checks: list[Check] = []
+    found = False
+    for target in all_targets(root, home):
+        if not target.path.exists():
+            continue
+        label = f"{target.client} {target.scope}"
+        data, problem = _read(target.path)
+        if problem is not None or data is None:
+            checks.append(Check(label, FAIL, f"{target.path} {problem}", f"fix or move aside {target.path}, then {_install_fix(target)}"))
+            continue
+        servers = data.get("mcpServers")
+        entries: list[tuple[str, Any]] = []
+        if isinstance(servers, dict) and name in servers:
+            entries.append((str(target.path), servers[name]))
+        if target.client == "claude-code" and target.scope == "user":
+            local = ((data.get("projects") or {}).get(str(root)) or {}) if isinstance(data.get("projects"), dict) else {}
+            local_servers = local.get("mcpServers") if isinstance(local, dict) else None
+            if isinstance(local_servers, dict) and name in local_servers:
+                entries.append((f"{target.path} (local scope of {root})", local_servers[name]))
+        for where, entry in entries:
+            found = True
+            why = _command_problem(entry)
+            if why:
+                checks.append(Check(label, FAIL, f"{where}: {why}", _install_fix(target)))
+            else:
+                checks.append(Check(label, OK, f"{where} runs `{_shown(entry)}`"))
+        if target.client == "claude-code" and target.scope == "project" and entries:
+            rejected = _claude_rejected(root, home, name)
+            if rejected:
+                checks.append(Check(label, WARN, f"Claude Code has turned the project's {name} server off ({rejected})",
+                                    f"run `claude mcp reset-project-choices` in {root}, then `claude` to approve it"))
+    if not found:
+        checks.append(Check("client config", WARN, f"no Claude Code or Cursor config in {root} or {home} names {name}",
+                            "run `chronomem install claude-code` (or `chronomem install cursor`)"))
+    return checks
+
+
+def _shown(entry: dict[str, Any]) -> str:
+    return " ".join([entry.get("command", ""), *entry.get("args", [])])
+
+
+def _claude_rejected(root: Path, home: Path, name: str) -> str | None:
+    """Where Claude Code's settings list `name` under disabledMcpjsonServers, if anywhere."""
+    places = [home / ".claude" / "settings.json", root / ".claude" / "settings.json", root / ".claude" / "settings.local.json"]
+    for place in places:
+        data, _ = _read(place) if place.exists() else (None, None)
+        if data and name in (data.get("disabledMcpjsonServers") or []):
+            return f"disabledMcpjsonServers in {place}"
+    data, _ = _read(home / ".claude.json") if (home / ".claude.json").exists() else (None, None)
+    projects = (data or {}).get("projects")
+    if isinstance(projects, dict):
+        local = projects.get(str(root)) or {}
+        if isinstance(local, dict) and name in (local.get("disabledMcpjsonServers") or []):
+            return f"disabledMcpjsonServers for {root} in {home / '.claude.json'}"
+    return None
+
+
+# ---------------------------------------------------------------------------- all
+
+
+def run_checks(settings: Settings, store_ok: bool, with_model: bool = True) -> list[Check]:
+    """Every check after the store's own: model, indexes (when the store reads), client configs."""
+    checks: list[Check] = []
+    if with_model:
+        checks.append(check_model(settings))
+    if store_ok:
+        checks.append(check_index(settings.store_path))
+    checks.extend(check_configs())
+    return checks

@@ -1,0 +1,162 @@
+"""The session brief over stdio through the `mcp` 2.x client: the resource, its template and the prompt."""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from _server_helpers import (
+    PROJECT,
+    READ_TIMEOUT,
+    TEST_DEADLINE,
+    call_ok,
+    remember_test_commands,
+    serve_args,
+    server_env,
+)
+
+pytestmark = pytest.mark.anyio
+
+URI = "chronomem://brief"
+
+
+def stdio_client(store, tmp_path, mode: str = "auto", **env: str) -> Client:
+    params = StdioServerParameters(command=sys.executable, args=serve_args(store), env=server_env(**env), cwd=tmp_path)
+    return Client(params, mode=mode, read_timeout_seconds=READ_TIMEOUT)
+
+
+def estimate_tokens(text: str) -> int:
+    """The estimate chronomem budgets with: about 4 characters a token."""
+    return max(1, -(-len(text) // 4))
+
+
+def fact(subject: str, predicate: str, obj: str) -> dict[str, str]:
+    return {"subject": subject, "predicate": predicate, "object": obj}
+
+
+def prompt_text(result) -> str:
+    [message] = result.messages
+    assert message.role == "user"
+    return message.content.text
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_brief_resource_and_prompt_over_stdio(store, tmp_path, mode):
+    with anyio.fail_after(TEST_DEADLINE):
+        async with stdio_client(store, tmp_path, mode) as client:
+            resources = await client.list_resources()
+            [brief] = [r for r in resources.resources if str(r.uri) == URI]
+            assert brief.mime_type == "text/markdown" and brief.title and brief.description
+            templates = await client.list_resource_templates()
+            assert [t.uri_template for t in templates.resource_templates] == ["chronomem://brief/{project}"]
+            prompts = await client.list_prompts()
+            [prompt] = [p for p in prompts.prompts if p.name == "brief"]
+            assert {a.name for a in prompt.arguments} == {"budget_tokens", "project"}
+            assert not any(a.required for a in prompt.arguments)
+
+            # An empty project says so.
+            empty = await client.read_resource(URI)
+            [content] = empty.contents
+            assert content.mime_type == "text/markdown"
+            assert content.text.startswith(f"# Project memory: {PROJECT}\nNothing is stored for this project yet")
+
+            ids = await remember_test_commands(client)
+            await call_ok(
+                client,
+                "remember",
+                {"content": "The API listens on 8080.", "facts": [fact("api", "port", "8080")]},
+            )
+
+            read = await client.read_resource(URI, cache_mode="bypass")
+            text = read.contents[0].text
+            assert estimate_tokens(text) <= 1500
+            facts = text.split("## Current facts\n", 1)[1].split("\n\n", 1)[0].splitlines()
+            assert f"- test_command: `nox -s tests` (since 2024-03-01) [{ids['nox_fact']}]" in facts
+            assert any(line.startswith("- api · port: `8080`") for line in facts)
+            assert all("pytest" not in line for line in facts)
+            changes = text.split("## Recent changes\n", 1)[1].split("\n\n", 1)[0].splitlines()
+            assert changes == [
+                f"- test_command: now `nox -s tests`, replaced `pytest` on 2024-03-01 "
+                f"[{ids['nox_fact']}; replaced {ids['pytest_fact']}]"
+            ]
+
+            # The template names the project; the default project gives the same brief.
+            by_name = await client.read_resource(f"chronomem://brief/{PROJECT}")
+            assert by_name.contents[0].text == text
+            other = await client.read_resource("chronomem://brief/elsewhere")
+            assert other.contents[0].text.startswith("# Project memory: elsewhere\nNothing is stored")
+
+            # The prompt: one user message holding the brief, within the budget asked for.
+            got = await client.get_prompt("brief")
+            assert prompt_text(got) == text
+            small = prompt_text(await client.get_prompt("brief", {"budget_tokens": "60"}))
+            assert estimate_tokens(small) <= 60 and "more left out to fit 60 tokens" in small
+            assert prompt_text(await client.get_prompt("brief", {"project": "elsewhere"})).startswith(
+                "# Project memory: elsewhere\n"
+            )
+
+            # Bad arguments are one clear line, and the server stays up.
+            with pytest.raises(MCPError) as bad:
+                await client.get_prompt("brief", {"budget_tokens": "lots"})
+            assert "budget_tokens" in str(bad.value) and "\n" not in str(bad.value)
+            assert "Traceback" not in str(bad.value)
+            with pytest.raises(MCPError) as tiny:
+                await client.get_prompt("brief", {"budget_tokens": "5"})
+            assert "budget_tokens must be from 50" in str(tiny.value)
+            with pytest.raises(MCPError) as bad_project:
+                await client.read_resource("chronomem://brief/bad%0Aname")
+            assert "control characters" in str(bad_project.value) and "\n" not in str(bad_project.value)
+            await call_ok(client, "recall", {"query": "test command"})
+
+
+async def test_default_budget_comes_from_the_environment(store, tmp_path):
+    with anyio.fail_after(TEST_DEADLINE):
+        async with stdio_client(store, tmp_path, CHRONOMEM_BRIEF_TOKENS="120") as client:
+            for i in range(8):
+                await call_ok(
+                    client,
+                    "remember",
+                    {"content": f"Service {i} runs on host {i}.", "facts": [fact(f"service {i}", "host", f"host-{i}.internal")]},
+                )
+            text = (await client.read_resource(URI)).contents[0].text
+            assert estimate_tokens(text) <= 120 and "more left out to fit 120 tokens" in text
+            assert "service 7 · host: `host-7.internal`" in text  # the newest first among equals
+
+
+async def test_brief_follows_the_clients_workspace_root(store, tmp_path):
+    """Without --project, the brief is of the client's first root, like the tool calls."""
+    import os
+    import subprocess
+
+    from mcp_types import ListRootsResult, Root
+
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True, env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull})
+    server_cwd = tmp_path / "elsewhere"
+    server_cwd.mkdir()
+
+    async def roots(context) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=workspace.resolve().as_uri(), name="workspace")])
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "chronomem", "serve", "--store", str(store)], env=server_env(), cwd=server_cwd
+    )
+    with anyio.fail_after(TEST_DEADLINE):
+        async with Client(params, mode="legacy", read_timeout_seconds=READ_TIMEOUT, list_roots_callback=roots) as client:
+            first = (await client.read_resource(URI)).contents[0].text
+            assert first.startswith("# Project memory: workspace\nNothing is stored")
+            saved = await call_ok(
+                client,
+                "remember",
+                {"content": "Lint with ruff.", "facts": [fact("workspace", "lint_command", "ruff check .")]},
+            )
+            assert saved["project"].startswith("workspace-")
+            text = (await client.read_resource(URI, cache_mode="bypass")).contents[0].text
+            assert f"- lint_command: `ruff check .` (since " in text and saved["facts"][0]["id"] in text
+            assert prompt_text(await client.get_prompt("brief")) == text
