@@ -19,10 +19,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from chronomem.consolidate.salience import record_salience
 from chronomem.retrieval.candidates import Candidate, cosine
 from chronomem.retrieval.terms import entities, terms
 
@@ -38,12 +41,14 @@ class RankConfig:
     foreign_penalty: float = 0.5  # multiplies the score of a memory about another project
     group_size: int = 4  # leading candidates considered for "the newer wins"
     history_group_size: int = 8
+    group_score_share: float = 0.0  # ... scoring at least this share of the best's score
     same_topic_cosine: float = 0.55  # vectors this close to the best candidate's are about the same thing
     dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
     coverage_slack: float = 0.5  # a similar newer memory must cover the query's terms as well as the best
     entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
     hedge_penalty: float = 0.85  # multiplies the score of a note that mentions without asserting
     distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
+    salience_weight: float = 0.05  # of log1p(effective salience): reinforced memories lead, unused ones fade (never vanish)
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
 
 
@@ -59,6 +64,7 @@ class QueryInfo:
     project_names: tuple[str, ...] = ()  # names of the projects being searched
     other_project_names: tuple[str, ...] = ()  # names of the store's other projects
     missing_entities: tuple[str, ...] = ()  # names in the query found nowhere in the slice
+    now: datetime | None = None  # when set, salience (reinforcement and decay) adds to the score
 
 
 @dataclass
@@ -98,7 +104,7 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
         return Ranking([], True, "no close match")
 
     wanted = distinctive(query_entities(query), pool, config)
-    items = _fuse(pool, wanted, config)
+    items = _fuse(pool, wanted, config, query.now)
     _demote_foreign(items, query, config)
     for item in items:
         if hedged(item.candidate.record.content):
@@ -117,7 +123,7 @@ def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> s
     return {n for n in names if sum(n in t for t in texts) <= limit}
 
 
-def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig) -> list[Ranked]:
+def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig, now: datetime | None = None) -> list[Ranked]:
     dense = [c.dense for c in pool if c.dense is not None]
     low, high = (min(dense), max(dense)) if dense else (0.0, 1.0)
     spread = high - low if high > low else 1.0
@@ -138,6 +144,8 @@ def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig) -> list[R
             if named:
                 channels.append("entity")
                 score += config.entity_weight * named / len(wanted)
+        if now is not None and config.salience_weight:
+            score += config.salience_weight * math.log1p(record_salience(c.record, now))
         if c.record.kind == "fact":
             score *= config.fact_boost
         out.append(Ranked(c, score, channels))
@@ -170,11 +178,17 @@ def _newer_wins(
     top_names = {e for e in wanted if e in top.record.content.lower()}
     size = config.history_group_size if intent == "history" else config.group_size
     top_cover = coverage(asked, top.record.content)
+    slot_of = _slots(items)
+    top_slot = slot_of.get(top.record.id)
+    floor = items[0].score * config.group_score_share
     group = [items[0]]
     for item in items[1:size]:
         c = item.candidate
-        if item.foreign or item.hedged:
+        if item.foreign or item.hedged or item.score < floor:
             continue
+        slot = slot_of.get(c.record.id)
+        if top_slot is not None and slot is not None and slot != top_slot:
+            continue  # the consolidator already told these apart: different (subject, predicate) slots
         names = {e for e in wanted if e in c.record.content.lower()}
         if top_names and not names:
             continue  # the best match names what was asked; this one does not
@@ -194,6 +208,19 @@ def _newer_wins(
     ordered = sorted(group, key=lambda r: r.candidate.record.valid_at, reverse=intent != "history")
     members = {id(r) for r in group}
     return ordered + [r for r in items if id(r) not in members]
+
+
+def _slots(items: list[Ranked]) -> dict[str, tuple[str, str]]:
+    """The fact slot of each fact in `items`, and of each chunk a fact in `items` was derived from."""
+    out: dict[str, tuple[str, str]] = {}
+    for item in items:
+        record = item.candidate.record
+        if record.kind == "fact" and record.subject and record.predicate:
+            slot = (record.subject, record.predicate)
+            out[record.id] = slot
+            for source in record.source_ids:
+                out.setdefault(source, slot)
+    return out
 
 
 def query_terms(query: QueryInfo) -> set[str]:
@@ -252,6 +279,9 @@ def _collapse(items: list[Ranked]) -> list[Ranked]:
         derived = facts_of.get(record.id) or (facts_of.get(record.revision_of) if record.revision_of else None)
         if record.kind == "chunk" and derived:
             for fact in derived:
+                if id(fact) not in placed:  # it stands where its chunk's evidence put it
+                    fact.score = max(fact.score, item.score)
+                    fact.channels = sorted(set(fact.channels) | set(item.channels))
                 place(fact)
             seen_text.add(" ".join(record.content.lower().split()))
             continue

@@ -135,6 +135,7 @@ def _query_info(svc: MemoryService, text: str, intent: str, projects: list[str] 
         intent=intent,
         project_names=searched,
         other_project_names=tuple(n for p, n in names.items() if n not in searched),
+        now=svc.now(),
     )
 
 

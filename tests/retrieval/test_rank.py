@@ -79,3 +79,32 @@ def test_a_fact_takes_the_place_of_its_chunk_when_the_chunk_ranks_higher() -> No
     fact = cand("p test command: nox -s tests", kind="fact", sources=[chunk.record.id], d_rank=3, l_rank=3)
     outcome = rank(QueryInfo("how do we run the tests"), [chunk, other, fact])
     assert texts(outcome) == ["p test command: nox -s tests", "Lint with ruff before the tests."]
+
+
+def test_a_reinforced_memory_leads_an_equal_one_and_an_unused_one_fades() -> None:
+    from datetime import timedelta
+
+    from chronomem.records import utcnow
+
+    now = utcnow()
+    recalled = cand("Deploys go through the release pipeline.", d_rank=1, l_rank=1)
+    forgotten = cand("Deploys go through the release pipeline!", d_rank=1, l_rank=1)
+    recalled.record.salience, forgotten.record.salience = 3.0, 1.0
+    forgotten.record.created_at = now - timedelta(days=365)
+    recalled.record.created_at = now
+    for c in (recalled, forgotten):
+        c.dense, c.lexical = 0.8, 5.0
+    outcome = rank(QueryInfo("how do we deploy", now=now), [forgotten, recalled])
+    assert texts(outcome)[0] == "Deploys go through the release pipeline."
+    plain = rank(QueryInfo("how do we deploy"), [forgotten, recalled])  # no clock: salience plays no part
+    assert plain.items[0].score == plain.items[1].score
+
+
+def test_facts_on_different_slots_are_not_one_thing_for_the_newer_wins() -> None:
+    port = cand("p service port:api: 3060", kind="fact", d_rank=1, l_rank=1)
+    host = cand("p module service:inventory: api", kind="fact", dense=0.6, d_rank=2, l_rank=2)
+    port.record.subject, port.record.predicate = "p", "service_port:api"
+    host.record.subject, host.record.predicate = "p", "module_service:inventory"
+    host.record.valid_at = port.record.valid_at.replace(year=port.record.valid_at.year + 1)
+    outcome = rank(QueryInfo("what port is api on"), [port, host])
+    assert texts(outcome)[0] == "p service port:api: 3060"
