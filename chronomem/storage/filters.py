@@ -62,6 +62,10 @@ class Filter:
         k = _time_literal(known_at)
         return self._and(f"created_at <= {k} AND (expired_at IS NULL OR expired_at > {k})")
 
+    def began_by(self, at: datetime) -> Filter:
+        """Rows whose valid time started at or before `at`, whether or not it has ended."""
+        return self._and(f"valid_at <= {_time_literal(at)}")
+
     def projects(self, projects: Iterable[str]) -> Filter:
         return self._and(_in("project", projects))
 

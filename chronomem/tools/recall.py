@@ -94,6 +94,8 @@ def search_slice(
 
     A dated phrase in the query ("on May 10, 2024", "in March") is taken off the text
     and, unless the caller fixed the moment (`narrow_to_phrase=False`), moves `at` back to it.
+    A history question ("how has the port changed") searches every value valid by `at`,
+    superseded ones included (still as recorded at `known_at`; retractions stay out).
     With `check_anchors` (recall: the slice is now) results whose files changed are marked and demoted.
     `preface` starts the message (as_of: which commit a ref named).
     """
@@ -106,7 +108,10 @@ def search_slice(
     reading = read_time(text, svc.now())
     if reading.at is not None and narrow_to_phrase:
         at = min(reading.at, at)
-    flt = Filter().live(at, known_at)
+    if reading.intent == "history":  # "how has X changed": every value it had by `at`, ended ones too
+        flt = Filter().known(known_at).began_by(at)
+    else:
+        flt = Filter().live(at, known_at)
     if projects is not None:
         flt = flt.projects(projects)
     if wanted != KINDS:

@@ -257,3 +257,17 @@ def test_chunks_follow_their_facts_when_values_arrive_out_of_order(svc: MemorySe
     chain = history(svc, subject="gateway", predicate="port")
     assert [e.object for e in chain.entries] == ["8001", "8002", "8003"]
     assert [e.invalid_at for e in chain.entries] == ["2024-03-01T00:00:00Z", "2024-05-01T00:00:00Z", None]
+
+
+def test_a_history_question_brings_back_superseded_values_oldest_first(svc: MemoryService, clock) -> None:
+    first, second = tell_test_command_story(svc, clock)
+    retracted = remember(svc, "The tests once ran under tox.", valid_from="2023-12-01")
+    forget(svc, retracted.id, "never true", retract=True)
+
+    changed = recall(svc, "how has the test command changed over time?")
+    values = [item.object for item in changed.results if item.kind == "fact"]
+    assert values == ["pytest", "nox -s tests"], "every value, oldest first, the ended one included"
+    assert retracted.id not in ids(changed), "a retraction was never true: no history shows it"
+
+    now = recall(svc, "what is the test command?")
+    assert first.facts[0].id not in ids(now), "a plain question still sees only the live slice"
