@@ -1,7 +1,7 @@
 """Store upkeep decisions: when to refresh the indexes and when to (re)build the vector index.
 
 `optimize()` (compaction, folding new rows into the full-text and vector indexes, and
-dropping table versions older than a day) runs once `UPKEEP_MIN_UNINDEXED` rows are
+dropping table versions older than an hour) runs once `UPKEEP_MIN_UNINDEXED` rows are
 not covered by the full-text index: LanceDB searches those flat.
 
 Vector search is exact (flat) until the table holds `VECTOR_INDEX_MIN_ROWS` rows; then

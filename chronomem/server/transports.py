@@ -25,10 +25,12 @@ def serve(
     every request when one is set, and check Host/Origin headers (see `security`).
     """
     from chronomem.server.app import build_server
+    from chronomem.server.malloc import limit_arenas
     from chronomem.server.security import check_exposure, serve_network
 
     if transport in ("sse", "http"):
         check_exposure(host, token)  # before anything starts: a refusal is one line
+    limit_arenas()  # before the model's and the store's worker threads start
     server = build_server(svc)
     if transport == "stdio":
         server.run("stdio")
