@@ -41,7 +41,6 @@ class RankConfig:
     foreign_penalty: float = 0.5  # multiplies the score of a memory about another project
     group_size: int = 4  # leading candidates considered for "the newer wins"
     history_group_size: int = 8
-    group_score_share: float = 0.0  # ... scoring at least this share of the best's score
     same_topic_cosine: float = 0.55  # vectors this close to the best candidate's are about the same thing
     dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
     coverage_slack: float = 0.5  # a similar newer memory must cover the query's terms as well as the best
@@ -180,11 +179,10 @@ def _newer_wins(
     top_cover = coverage(asked, top.record.content)
     slot_of = _slots(items)
     top_slot = slot_of.get(top.record.id)
-    floor = items[0].score * config.group_score_share
     group = [items[0]]
     for item in items[1:size]:
         c = item.candidate
-        if item.foreign or item.hedged or item.score < floor:
+        if item.foreign or item.hedged:
             continue
         slot = slot_of.get(c.record.id)
         if top_slot is not None and slot is not None and slot != top_slot:
