@@ -113,8 +113,12 @@ def normalize_object(value: str) -> str:
 
 
 def fact_sentence(subject: str, predicate: str, obj: str) -> str:
-    """One readable sentence for a fact slot, used as its content and embedded."""
-    return f"{subject} {predicate.replace('_', ' ')}: {obj}"
+    """One readable sentence for a fact slot, used as its content and embedded.
+
+    The predicate may be normalized (`service_port`) or as the agent wrote it (`port:inventory-api`):
+    either way underscores read as spaces and its own hyphens stay, so the names in it match verbatim.
+    """
+    return f"{subject} {' '.join(predicate.split()).replace('_', ' ')}: {obj}"
 
 
 class FactInput(BaseModel):

@@ -14,15 +14,9 @@ from chronomem.service import MemoryService
 from chronomem.storage.filters import Filter
 from chronomem.tools import forget, remember
 from tests.conftest import model_dir
+from tests.gitrepo import IDENTITY
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test Author",
-    "GIT_AUTHOR_EMAIL": "author@example.com",
-    "GIT_COMMITTER_NAME": "Test Committer",
-    "GIT_COMMITTER_EMAIL": "committer@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+GIT_ENV = IDENTITY  # a fixed author and no user/system git config: see tests/gitrepo.py
 
 
 def test_project_stats_counts_live_rows_and_history(svc: MemoryService, clock) -> None:

@@ -20,17 +20,9 @@ from chronomem.project import (
 )
 from chronomem.service import MemoryService
 from chronomem.tools import recall, remember
+from tests.gitrepo import IDENTITY
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test Author",
-    "GIT_AUTHOR_EMAIL": "author@example.com",
-    "GIT_COMMITTER_NAME": "Test Committer",
-    "GIT_COMMITTER_EMAIL": "committer@example.com",
-    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+GIT_ENV = {**IDENTITY, "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z"}
 
 
 @pytest.fixture(autouse=True)

@@ -282,7 +282,7 @@ def import_memory_jsonl(
 def _write_batch(svc: Any, store: Any, scope: str, items: list[Item], report: ImportReport) -> None:
     """Embed one batch (chunks and fact sentences together) and commit it."""
     stated = [(i, it.fact) for i, it in enumerate(items) if it.fact is not None]
-    sentences = [fact_sentence(s, " ".join(p.split()), o) for _, (s, p, o) in stated]
+    sentences = [fact_sentence(s, p, o) for _, (s, p, o) in stated]
     vectors = svc.embedder.embed([it.text for it in items] + sentences)
     with svc.writing():
         now = svc.now()

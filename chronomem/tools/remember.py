@@ -103,8 +103,7 @@ def remember(
     row_tags = tag_list + anchor_tags(anchors)
     fact_times = [parse_time(f.valid_from, now, field="facts.valid_from") if f.valid_from else valid_at for f in fact_inputs]
 
-    # The sentence keeps the predicate as written (`port:inventory-api`), so its names match verbatim.
-    sentences = [fact_sentence(f.subject, " ".join(f.predicate.split()), f.object) for f in fact_inputs]
+    sentences = [fact_sentence(f.subject, f.predicate, f.object) for f in fact_inputs]
     vectors = svc.embedder.embed([text, *sentences])
     store = svc.store
     with svc.writing():

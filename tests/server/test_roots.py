@@ -17,17 +17,11 @@ from mcp_types import ListRootsResult, Root
 
 from _server_helpers import READ_TIMEOUT, TEST_DEADLINE, call_ok, running_server, server_env
 from chronomem.project import detect_project
+from tests.gitrepo import IDENTITY
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test Author",
-    "GIT_AUTHOR_EMAIL": "author@example.com",
-    "GIT_COMMITTER_NAME": "Test Committer",
-    "GIT_COMMITTER_EMAIL": "committer@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+GIT_ENV = IDENTITY  # a fixed author and no user/system git config: see tests/gitrepo.py
 
 
 def git(cwd: Path, *args: str) -> str:
