@@ -29,6 +29,9 @@ DEFAULT_BRIEF_TOKENS = 1_500
 #: Smallest and largest budget a brief accepts: below the minimum not even its heading fits.
 MIN_BRIEF_TOKENS = 50
 MAX_BRIEF_TOKENS = 100_000
+#: Largest table searched from the in-memory read index (storage/readindex.py, ~2 kB of RAM per row);
+#: larger ones are searched by LanceDB. CHRONOMEM_READ_INDEX_ROWS; 0 turns the index off.
+DEFAULT_READ_INDEX_ROWS = 300_000
 
 
 def default_store_path() -> Path:
@@ -53,6 +56,8 @@ class Settings:
     secrets_mode: str = "redact"
     #: Default token budget of the session brief (CHRONOMEM_BRIEF_TOKENS), within MIN/MAX_BRIEF_TOKENS.
     brief_tokens: int = DEFAULT_BRIEF_TOKENS
+    #: Largest table the in-memory read index holds (CHRONOMEM_READ_INDEX_ROWS); 0: always search LanceDB.
+    read_index_rows: int = DEFAULT_READ_INDEX_ROWS
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -79,6 +84,7 @@ class Settings:
             log_level=env.get("CHRONOMEM_LOG_LEVEL", "WARNING").upper(),
             secrets_mode=env.get("CHRONOMEM_SECRETS", "redact").strip().lower() or "redact",
             brief_tokens=_brief_tokens(env.get("CHRONOMEM_BRIEF_TOKENS")),
+            read_index_rows=_read_index_rows(env.get("CHRONOMEM_READ_INDEX_ROWS")),
         )
 
 
@@ -88,6 +94,14 @@ def _brief_tokens(value: str | None) -> int:
     if not math.isfinite(tokens):
         return DEFAULT_BRIEF_TOKENS
     return min(max(int(tokens), MIN_BRIEF_TOKENS), MAX_BRIEF_TOKENS)
+
+
+def _read_index_rows(value: str | None) -> int:
+    """CHRONOMEM_READ_INDEX_ROWS as a whole number ≥ 0; unreadable → the default."""
+    rows = _float(value, DEFAULT_READ_INDEX_ROWS)
+    if not math.isfinite(rows):
+        return DEFAULT_READ_INDEX_ROWS
+    return max(int(rows), 0)
 
 
 def _float(value: str | None, default: float) -> float:

@@ -85,7 +85,12 @@ class MemoryService:
                 if self._store_error is not None:
                     raise self._store_error
                 try:
-                    self._store = MemoryStore.open(self.settings.store_path, self.embedder.dim, self.embedder.name)
+                    self._store = MemoryStore.open(
+                        self.settings.store_path,
+                        self.embedder.dim,
+                        self.embedder.name,
+                        read_index_rows=self.settings.read_index_rows,
+                    )
                 except ChronomemError as exc:
                     self._store_error = exc
                     raise

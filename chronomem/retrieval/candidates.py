@@ -5,9 +5,10 @@ The only I/O of the read path. Ranking the pool (`rank.py`) is pure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from chronomem.records import MemoryRecord
 from chronomem.storage import Filter, MemoryStore
@@ -28,10 +29,11 @@ class Candidate:
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
+    va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if va.shape != vb.shape:
+        raise ValueError(f"vectors of different lengths: {va.shape} and {vb.shape}")
+    na, nb = float(np.linalg.norm(va)), float(np.linalg.norm(vb))
+    return float(va @ vb) / (na * nb) if na and nb else 0.0
 
 
 def gather(
@@ -42,8 +44,7 @@ def gather(
     Dense candidates carry their vectors (ranking compares them); reading vectors for the
     full-text ones as well would cost more than it changes.
     """
-    dense = store.vector_search(query_vector, flt, pool, with_vectors=True)
-    lexical = store.text_search(query_text, flt, pool)
+    dense, lexical = store.hybrid_search(query_vector, query_text, flt, pool)
     found: dict[str, Candidate] = {}
     for rank, (record, score) in enumerate(dense, start=1):
         found[record.id] = Candidate(record, score, dense_rank=rank)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from chronomem.records import UTC
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def _string_literal(value: str) -> str:
@@ -31,6 +35,13 @@ def _time_literal(value: datetime) -> str:
     return "TIMESTAMP '" + value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "'"
 
 
+def micros(value: datetime) -> int:
+    """`value` as integer microseconds since the Unix epoch (the table's time unit)."""
+    if value.tzinfo is None:
+        raise ValueError("filter times must be timezone-aware")
+    return (value - _EPOCH) // _MICROSECOND
+
+
 def _in(column: str, values: Iterable[str]) -> str:
     items = list(values)
     if not items:
@@ -42,38 +53,48 @@ def _in(column: str, values: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class Filter:
-    """A conjunction of clauses, rendered to one SQL predicate by `sql()`."""
+    """A conjunction of clauses, rendered to one SQL predicate by `sql()`.
+
+    `ops` restates each clause as data — (name, arguments), times as UTC microseconds — so the
+    in-memory read index (`readindex.py`) can evaluate it without SQL; clauses it has no op for are
+    ("sql", clause), which sends the search to LanceDB.
+    """
 
     clauses: tuple[str, ...] = ()
+    ops: tuple[tuple[Any, ...], ...] = ()
 
-    def _and(self, clause: str) -> Filter:
-        return Filter(self.clauses + (clause,))
+    def _and(self, clause: str, op: tuple[Any, ...] | None = None) -> Filter:
+        return Filter(self.clauses + (clause,), self.ops + (op or ("sql", clause),))
 
     def live(self, at: datetime, known_at: datetime) -> Filter:
         """Rows valid at `at` (valid time) as recorded at `known_at` (transaction time)."""
         t, k = _time_literal(at), _time_literal(known_at)
         return self._and(
             f"valid_at <= {t} AND (invalid_at IS NULL OR invalid_at > {t}) "
-            f"AND created_at <= {k} AND (expired_at IS NULL OR expired_at > {k})"
+            f"AND created_at <= {k} AND (expired_at IS NULL OR expired_at > {k})",
+            ("live", micros(at), micros(known_at)),
         )
 
     def known(self, known_at: datetime) -> Filter:
         """Rows recorded and not expired at `known_at`, whatever their valid time."""
         k = _time_literal(known_at)
-        return self._and(f"created_at <= {k} AND (expired_at IS NULL OR expired_at > {k})")
+        return self._and(f"created_at <= {k} AND (expired_at IS NULL OR expired_at > {k})", ("known", micros(known_at)))
 
     def began_by(self, at: datetime) -> Filter:
         """Rows whose valid time started at or before `at`, whether or not it has ended."""
-        return self._and(f"valid_at <= {_time_literal(at)}")
+        return self._and(f"valid_at <= {_time_literal(at)}", ("began_by", micros(at)))
 
     def projects(self, projects: Iterable[str]) -> Filter:
-        return self._and(_in("project", projects))
+        items = tuple(projects)
+        return self._and(_in("project", items), ("projects", items))
 
     def kinds(self, kinds: Iterable[str]) -> Filter:
-        return self._and(_in("kind", kinds))
+        items = tuple(kinds)
+        return self._and(_in("kind", items), ("kinds", items))
 
     def ids(self, ids: Iterable[str]) -> Filter:
-        return self._and(_in("id", ids))
+        items = tuple(ids)
+        return self._and(_in("id", items), ("ids", items))
 
     def slot(self, subject: str, predicate: str) -> Filter:
         return self._and(
@@ -102,15 +123,15 @@ class Filter:
 
     def created_since(self, since: datetime) -> Filter:
         """Rows recorded (transaction time) at or after `since`."""
-        return self._and(f"created_at >= {_time_literal(since)}")
+        return self._and(f"created_at >= {_time_literal(since)}", ("created_since", micros(since)))
 
     def revisions(self) -> Filter:
         """Revision rows: restatements of an earlier row (e.g. with its validity closed)."""
-        return self._and("revision_of IS NOT NULL")
+        return self._and("revision_of IS NOT NULL", ("revisions",))
 
     def ended_by(self, t: datetime) -> Filter:
         """Rows whose validity ended at or before `t`."""
-        return self._and(f"invalid_at IS NOT NULL AND invalid_at <= {_time_literal(t)}")
+        return self._and(f"invalid_at IS NOT NULL AND invalid_at <= {_time_literal(t)}", ("ended_by", micros(t)))
 
     def superseding(self, ids: Iterable[str]) -> Filter:
         """Facts that replaced any of these ids."""
@@ -118,11 +139,11 @@ class Filter:
 
     def with_paths(self) -> Filter:
         """Rows about files: a non-empty `paths` list (code anchors)."""
-        return self._and("paths IS NOT NULL AND array_length(paths) > 0")
+        return self._and("paths IS NOT NULL AND array_length(paths) > 0", ("with_paths",))
 
     def originals(self) -> Filter:
         """Rows as first written, not the revisions that restate them."""
-        return self._and("revision_of IS NULL")
+        return self._and("revision_of IS NULL", ("originals",))
 
     def sql(self) -> str | None:
         if not self.clauses:

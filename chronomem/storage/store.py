@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from chronomem.config import DEFAULT_READ_INDEX_ROWS
 from chronomem.errors import StoreError
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint
@@ -26,6 +29,9 @@ from chronomem.storage.schema import (
     TABLE_NAME,
     memories_schema,
 )
+
+if TYPE_CHECKING:
+    from chronomem.storage.readindex import ReadIndex
 
 log = logging.getLogger(__name__)
 
@@ -42,16 +48,24 @@ VECTOR_INDEX_NAME = "vector_idx"
 class MemoryStore:
     """The `memories` table of one store directory."""
 
-    def __init__(self, path: Path, table: Any, dim: int, embed_model: str) -> None:
+    def __init__(self, path: Path, table: Any, dim: int, embed_model: str, read_index_rows: int = 0) -> None:
         self.path = path
         self._table = table
         self.dim = dim
         self.embed_model = embed_model
+        self.read_index_rows = read_index_rows
+        self._read_index: ReadIndex | None = None
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, path: Path | str, dim: int, embed_model: str) -> MemoryStore:
-        """Open the store at `path`, creating it (and the directory) if it does not exist."""
+    def open(
+        cls, path: Path | str, dim: int, embed_model: str, read_index_rows: int = DEFAULT_READ_INDEX_ROWS
+    ) -> MemoryStore:
+        """Open the store at `path`, creating it (and the directory) if it does not exist.
+
+        With `read_index_rows` > 0 and at most that many rows, the in-memory read index is built on a
+        background thread (searches go to LanceDB until it is ready).
+        """
         os.environ.setdefault("LANCE_LOG", "error")
         path = Path(path)
         if path.exists() and not path.is_dir():
@@ -81,9 +95,71 @@ class MemoryStore:
             raise
         except Exception as exc:  # a damaged directory: say so in one line, with the way out
             raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
-        store = cls(path, table, dim, embed_model)
+        store = cls(path, table, dim, embed_model, read_index_rows)
         store.ensure_indexes()
+        if read_index_rows > 0:
+            threading.Thread(target=store._build_read_index, name="chronomem-read-index", daemon=True).start()
         return store
+
+    # ------------------------------------------------------------------ read index
+    def _build_read_index(self) -> None:
+        try:
+            if self._table.count_rows() > self.read_index_rows:
+                return
+            from chronomem.storage.readindex import (
+                ReadIndex,  # NumPy: imported off the start-up path
+            )
+
+            index = ReadIndex.build(self._table, self.dim, SCAN_LIMIT)
+            index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
+            self._read_index = index
+        except Exception:  # the index only speeds reads up: without it LanceDB answers
+            log.debug("read index build failed", exc_info=True)
+
+    @property
+    def read_index(self) -> ReadIndex | None:
+        """The in-memory read index when it is built (searches use it), else None."""
+        return self._read_index
+
+    def wait_for_read_index(self, timeout: float = 60.0) -> bool:
+        """Block until the read index is ready (tests, benchmarks); False if it is off or not ready in time."""
+        deadline = time.monotonic() + timeout
+        while self._read_index is None and self.read_index_rows > 0 and time.monotonic() < deadline:
+            if not any(t.name == "chronomem-read-index" and t.is_alive() for t in threading.enumerate()):
+                break
+            time.sleep(0.01)
+        return self._read_index is not None
+
+    def _index_for_reading(self) -> ReadIndex | None:
+        """The read index brought to the table's current version, or None (not built, too big, failed)."""
+        index = self._read_index
+        if index is None:
+            return None
+        try:
+            index.catch_up(self._table, SCAN_LIMIT)
+        except Exception:
+            log.debug("read index catch-up failed; searching LanceDB", exc_info=True)
+            return None
+        if index.rows > self.read_index_rows:
+            self._read_index = None  # the table outgrew it: LanceDB from now on
+            return None
+        return index
+
+    def _after_write(self, data: Any, version_before: int) -> None:
+        """Apply our own committed write to the read index, or catch up when someone else wrote too."""
+        index = self._read_index
+        if index is None:
+            return
+        try:
+            version = self._table.version
+            if index.version == version_before and version == version_before + 1:
+                index.apply(data, version)
+            else:
+                index.catch_up(self._table, SCAN_LIMIT)
+        except Exception:
+            log.debug("read index update failed; it is rebuilt from the table", exc_info=True)
+            self._read_index = None
+            threading.Thread(target=self._build_read_index, name="chronomem-read-index", daemon=True).start()
 
     @staticmethod
     def _check_schema(path: Path, schema: Any, dim: int) -> None:
@@ -122,8 +198,16 @@ class MemoryStore:
         return int(stats.num_unindexed_rows) if stats is not None else self.count()
 
     def optimize(self, retention: timedelta = VERSION_RETENTION) -> None:
-        """Fold new rows into the indexes, compact small fragments, drop versions older than `retention`."""
+        """Fold new rows into the indexes, compact small fragments, drop versions older than `retention`.
+
+        Callers hold the store's write lock (`MemoryService.writing`)."""
+        index = self._read_index
+        before = self._table.version
         self._table.optimize(cleanup_older_than=retention)
+        if index is not None and index.version == before:
+            # Every caller holds the write lock (service.writing), so the versions made since `before` are this
+            # optimize's own: compaction and index folding, which change no row the read index holds.
+            index.version = self._table.version
 
     def vector_index_rows(self) -> int | None:
         """Rows the ANN index on `vector` covers, or None when there is no such index (searches are flat)."""
@@ -140,6 +224,7 @@ class MemoryStore:
         from lancedb.index import HnswSq
 
         self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True, name=VECTOR_INDEX_NAME)
+        self._after_write(None, -2)  # written without the lock: others may have committed too, so catch up by diff
 
     # ------------------------------------------------------------------ writing
     def _arrow(self, records: Sequence[MemoryRecord]) -> Any:
@@ -152,7 +237,10 @@ class MemoryStore:
     def add(self, records: Sequence[MemoryRecord]) -> None:
         """Append new rows in one commit."""
         if records:
-            self._table.add(self._arrow(records))
+            data = self._arrow(records)
+            before = self._table.version
+            self._table.add(data)
+            self._after_write(data, before)
 
     def add_arrow(self, table: Any) -> None:
         """Append a prepared Arrow table (the table's columns, vectors as fixed-size lists) in one commit.
@@ -162,18 +250,19 @@ class MemoryStore:
         """
         if table.num_rows:
             schema = memories_schema(self.dim, self.embed_model)
-            self._table.add(table.select(schema.names).cast(schema))
+            data = table.select(schema.names).cast(schema)
+            before = self._table.version
+            self._table.add(data)
+            self._after_write(data, before)
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Insert new rows and replace existing ones (by id) in one atomic commit."""
         if not records:
             return
-        (
-            self._table.merge_insert("id")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(self._arrow(records))
-        )
+        data = self._arrow(records)
+        before = self._table.version
+        self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        self._after_write(data, before)
 
     # ------------------------------------------------------------------ bi-temporal changes
     @staticmethod
@@ -201,6 +290,11 @@ class MemoryStore:
         return rows[0] if rows else None
 
     def find(self, flt: Filter, limit: int = SCAN_LIMIT, with_vectors: bool = False) -> list[MemoryRecord]:
+        index = self._index_for_reading()
+        if index is not None:
+            found = index.find(flt, limit, with_vectors)
+            if found is not None:
+                return found
         query = self._table.search().limit(limit)
         sql = flt.sql()
         if sql:
@@ -217,6 +311,16 @@ class MemoryStore:
         self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
     ) -> list[tuple[MemoryRecord, float]]:
         """Nearest rows by cosine similarity among those passing `flt` (applied before the search)."""
+        index = self._index_for_reading()
+        if index is not None:
+            found = index.vector_search(vector, flt, limit, with_vectors)
+            if found is not None:
+                return found
+        return self._lance_vector_search(vector, flt, limit, with_vectors)
+
+    def _lance_vector_search(
+        self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
+    ) -> list[tuple[MemoryRecord, float]]:
         columns = RESULT_COLUMNS + (["vector"] if with_vectors else [])
         query = (
             self._table.search(list(vector), vector_column_name="vector")
@@ -234,13 +338,37 @@ class MemoryStore:
         out.sort(key=lambda pair: (-pair[1], pair[0].id))
         return out
 
+    def hybrid_search(
+        self, vector: Sequence[float], text: str, flt: Filter, limit: int
+    ) -> tuple[list[tuple[MemoryRecord, float]], list[tuple[MemoryRecord, float]]]:
+        """`vector_search` (with vectors) and `text_search` of one query over the same table version."""
+        index = self._index_for_reading()
+        if index is not None:
+            with index.lock:
+                dense = index.vector_search(vector, flt, limit, as_arrays=True)
+                lexical = index.text_search(text, flt, limit)
+            if dense is not None and lexical is not None:
+                return dense, lexical
+        return self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)
+
     def text_search(
         self, text: str, flt: Filter, limit: int, with_vectors: bool = False
     ) -> list[tuple[MemoryRecord, float]]:
         """Full-text (BM25) matches on `content` among rows passing `flt`.
 
         The query is a plain match query, never parsed as query syntax, so any text is safe.
+        The read index scores with BM25 over `retrieval.terms`; LanceDB's index (the fallback) with its own tokenizer.
         """
+        index = self._index_for_reading()
+        if index is not None:
+            found = index.text_search(text, flt, limit, with_vectors)
+            if found is not None:
+                return found
+        return self._lance_text_search(text, flt, limit, with_vectors)
+
+    def _lance_text_search(
+        self, text: str, flt: Filter, limit: int, with_vectors: bool = False
+    ) -> list[tuple[MemoryRecord, float]]:
         from lancedb.query import MatchQuery
 
         query = self._table.search(MatchQuery(text, "content"), query_type="fts").limit(limit)

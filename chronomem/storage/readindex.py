@@ -1,0 +1,530 @@
+"""`ReadIndex`: an in-memory copy of the `memories` table that answers the read path's searches.
+
+LanceDB stays the store of record. A recall used to cost two LanceDB queries (the filtered ANN
+search and the filtered full-text search, ~50 ms at 100k rows, each re-reading the table's state);
+this copy answers both in a few milliseconds: the filter columns as NumPy arrays, the normalised
+vectors as one float32 matrix (an exact dot product over every row: no ANN recall loss), an
+inverted index of the content's terms scored with BM25 (`retrieval.terms`, so code identifiers,
+paths and camelCase are matched whole and split), and the result columns as one Arrow table.
+
+Kept in step with the table's version, never trusted blindly:
+- the store applies its own writes as they commit, when the version moved by exactly one (no
+  other process wrote in between);
+- any other change of version (another process's write, compaction, an index build) is caught up
+  by a diff: one scan of every column a write can change on a row (all but content and vectors),
+  then the new or changed rows read by id; rows gone (a purge) make it read the whole table again.
+
+Searches whose filter has a clause the index cannot evaluate (`Filter.ops` "sql"), and tables
+larger than `max_rows` (the copy costs ~2 kB of RAM per row), go to LanceDB as before.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from chronomem.records import MemoryRecord
+from chronomem.storage.filters import Filter, micros
+
+log = logging.getLogger(__name__)
+
+#: Tables with more rows than this are searched by LanceDB (the copy would cost too much memory).
+DEFAULT_MAX_ROWS = 300_000
+#: BM25 parameters (the usual ones; LanceDB's full-text index uses the same).
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: Rows read by id per LanceDB query when catching up.
+FETCH_BATCH = 500
+#: Changed rows kept aside before they are folded into the Arrow table.
+MAX_OVERRIDES = 4096
+#: Postings of recent rows kept in per-term lists before they are merged into the sorted block.
+TAIL_FOLD = 50_000
+#: Records kept made (without vectors) for rows searches returned before; cleared when full.
+MAX_BUILT = 20_000
+#: Appended Arrow chunks (one per write) before they are combined into one.
+MAX_CHUNKS = 64
+
+_OPEN = np.iinfo(np.int64).max  # NULL invalid_at / expired_at: open-ended
+_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
+#: Columns a write may change on an existing row, besides the times and salience (compared in Python).
+_OBJECT_COLUMNS = ("reason", "tags", "supersedes", "confidence", "revision_of", "paths", "commit")
+SYNC_COLUMNS = ["id", *_TIMES, "salience", *_OBJECT_COLUMNS]
+
+
+def _terms(text: str) -> list[str]:
+    from chronomem.retrieval.terms import terms
+
+    return terms(text)
+
+
+def _micros_column(table: Any, name: str) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = table.column(name).cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    return np.asarray(pc.fill_null(column, _OPEN).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+class _Postings:
+    """Term → (row, term frequency) lists: a CSR block built in bulk plus a tail of recent rows."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.ptr = np.zeros(1, dtype=np.int64)
+        self.rows = np.empty(0, dtype=np.int32)
+        self.tfs = np.empty(0, dtype=np.float32)
+        self.tail: dict[int, list[tuple[int, int]]] = {}
+        self.tail_size = 0
+        self.df = np.zeros(0, dtype=np.int64)
+
+    def _term_id(self, term: str) -> int:
+        tid = self.vocab.get(term)
+        if tid is None:
+            tid = self.vocab[term] = len(self.vocab)
+        return tid
+
+    def add(self, first_row: int, term_lists: Sequence[list[str]]) -> np.ndarray:
+        """Index rows `first_row …` with these terms; returns each row's length in terms."""
+        tids: list[int] = []
+        rows: list[int] = []
+        tfs: list[int] = []
+        lengths = np.zeros(len(term_lists), dtype=np.float32)
+        for offset, words in enumerate(term_lists):
+            lengths[offset] = len(words)
+            counts: dict[int, int] = {}
+            for word in words:
+                tid = self._term_id(word)
+                counts[tid] = counts.get(tid, 0) + 1
+            row = first_row + offset
+            for tid, tf in counts.items():
+                tids.append(tid)
+                rows.append(row)
+                tfs.append(tf)
+        if len(self.df) < len(self.vocab):
+            self.df = np.concatenate([self.df, np.zeros(len(self.vocab) - len(self.df), dtype=np.int64)])
+        if tids:
+            np.add.at(self.df, np.asarray(tids), 1)
+        for tid, row, tf in zip(tids, rows, tfs, strict=True):
+            self.tail.setdefault(tid, []).append((row, tf))
+        self.tail_size += len(tids)
+        if self.tail_size > max(TAIL_FOLD, len(self.rows) // 4):
+            self._fold_tail()
+        return lengths
+
+    def _fold_tail(self) -> None:
+        """Merge the tail into the CSR block (one sort of every posting)."""
+        n_terms = len(self.vocab)
+        old_counts = np.diff(self.ptr)
+        old_tids = np.repeat(np.arange(len(old_counts), dtype=np.int64), old_counts)
+        t_tids, t_rows, t_tfs = [], [], []
+        for tid, pairs in self.tail.items():
+            for row, tf in pairs:
+                t_tids.append(tid)
+                t_rows.append(row)
+                t_tfs.append(tf)
+        tids = np.concatenate([old_tids, np.asarray(t_tids, dtype=np.int64)])
+        rows = np.concatenate([self.rows, np.asarray(t_rows, dtype=np.int32)])
+        tfs = np.concatenate([self.tfs, np.asarray(t_tfs, dtype=np.float32)])
+        order = np.argsort(tids, kind="stable")
+        self.rows, self.tfs = rows[order], tfs[order]
+        self.ptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tids, minlength=n_terms), out=self.ptr[1:])
+        self.tail = {}
+        self.tail_size = 0
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        tid = self.vocab.get(term)
+        if tid is None:
+            return None
+        rows, tfs = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
+        if tid + 1 < len(self.ptr):
+            lo, hi = self.ptr[tid], self.ptr[tid + 1]
+            rows, tfs = self.rows[lo:hi], self.tfs[lo:hi]
+        tail = self.tail.get(tid)
+        if tail:
+            rows = np.concatenate([rows, np.fromiter((r for r, _ in tail), dtype=np.int32, count=len(tail))])
+            tfs = np.concatenate([tfs, np.fromiter((t for _, t in tail), dtype=np.float32, count=len(tail))])
+        return rows, tfs
+
+
+class ReadIndex:
+    """The copy of one table; thread-safe (one lock around syncing and searching)."""
+
+    def __init__(self, dim: int, schema: Any) -> None:
+        import pyarrow as pa
+
+        self.dim = dim
+        self._result_schema = pa.schema([schema.field(name) for name in schema.names if name != "vector"])
+        self._lock = threading.RLock()
+        self.lock = self._lock
+        self._clear()
+
+    def _clear(self) -> None:
+        """Empty the copy (the lock and the schema stay)."""
+        dim = self.dim
+        self.version = -1
+        self._n = 0
+        self._pos: dict[str, int] = {}
+        self._ids: list[str] = []
+        cap = 1024
+        self._vectors = np.zeros((cap, dim), dtype=np.float32)
+        self._times = {name: np.zeros(cap, dtype=np.int64) for name in _TIMES}
+        self._salience = np.zeros(cap, dtype=np.float32)
+        self._alive = np.zeros(cap, dtype=bool)
+        self._revision = np.zeros(cap, dtype=bool)
+        self._has_paths = np.zeros(cap, dtype=bool)
+        self._project = np.zeros(cap, dtype=np.int32)
+        self._kind = np.zeros(cap, dtype=np.int32)
+        self._codes: dict[str, dict[str, int]] = {"project": {}, "kind": {}}
+        self._lengths = np.zeros(cap, dtype=np.float32)
+        self._postings = _Postings()
+        self._chunks: list[Any] = []
+        self._payload: Any = None
+        self._overrides: dict[int, dict[str, Any]] = {}
+        self._built: dict[int, MemoryRecord] = {}  # rows already made into records (no vector), reused
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def build(cls, table: Any, dim: int, scan_limit: int) -> ReadIndex:
+        """Read every row of the LanceDB `table` (one scan) into a new index."""
+        index = cls(dim, table.schema)
+        version = table.version
+        data = table.search().limit(scan_limit).to_arrow()
+        with index._lock:
+            index._append(data)
+            index.version = version
+        return index
+
+    def _grow(self, need: int) -> None:
+        cap = len(self._alive)
+        if need <= cap:
+            return
+        new_cap = max(need, cap * 2)
+
+        def grown(a: np.ndarray) -> np.ndarray:
+            out = np.zeros((new_cap,) + a.shape[1:], dtype=a.dtype)
+            out[: self._n] = a[: self._n]
+            return out
+
+        self._vectors = grown(self._vectors)
+        self._times = {k: grown(v) for k, v in self._times.items()}
+        for name in ("_salience", "_alive", "_revision", "_has_paths", "_project", "_kind", "_lengths"):
+            setattr(self, name, grown(getattr(self, name)))
+
+    def _code(self, column: str, value: str) -> int:
+        codes = self._codes[column]
+        code = codes.get(value)
+        if code is None:
+            code = codes[value] = len(codes)
+        return code
+
+    def _append(self, data: Any) -> None:
+        """Add rows (an Arrow table with every column, vectors included) whose ids are new."""
+        import pyarrow as pa
+
+        count = data.num_rows
+        if not count:
+            return
+        first = self._n
+        self._grow(first + count)
+        end = first + count
+        ids = data.column("id").to_pylist()
+        vectors = data.column("vector")
+        if vectors.null_count:
+            vectors = vectors.fill_null(pa.scalar([0.0] * self.dim, type=vectors.type))
+        flat = np.asarray(vectors.combine_chunks().flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+        matrix = flat.reshape(count, self.dim)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        self._vectors[first:end] = matrix / norms
+        for name in _TIMES:
+            self._times[name][first:end] = _micros_column(data, name)
+        salience = data.column("salience").to_numpy(zero_copy_only=False)
+        self._salience[first:end] = np.nan_to_num(np.asarray(salience, dtype=np.float32), nan=1.0)
+        self._alive[first:end] = True
+        self._revision[first:end] = data.column("revision_of").is_valid().to_numpy(zero_copy_only=False)
+        paths = data.column("paths").to_pylist()
+        self._has_paths[first:end] = [bool(p) for p in paths]
+        self._project[first:end] = [self._code("project", p) for p in data.column("project").to_pylist()]
+        self._kind[first:end] = [self._code("kind", k) for k in data.column("kind").to_pylist()]
+        contents = data.column("content").to_pylist()
+        self._lengths[first:end] = self._postings.add(first, [_terms(c) for c in contents])
+        for offset, memory_id in enumerate(ids):
+            self._pos[memory_id] = first + offset
+        self._ids.extend(ids)
+        self._n = end
+        self._chunks.append(data.select(self._result_schema.names).cast(self._result_schema))
+        self._payload = None
+
+    def _replace(self, rows: dict[int, dict[str, Any]]) -> None:
+        """New values for rows already held (result columns as a dict per row; vectors never change)."""
+        for row, values in rows.items():
+            for name in _TIMES:
+                value = values.get(name)
+                self._times[name][row] = _OPEN if value is None else micros(value)
+            salience = values.get("salience")
+            self._salience[row] = 1.0 if salience is None else float(salience)
+            self._alive[row] = True
+            self._revision[row] = values.get("revision_of") is not None
+            self._has_paths[row] = bool(values.get("paths"))
+            self._overrides[row] = {k: v for k, v in values.items() if k != "vector"}
+            self._built.pop(row, None)
+        if len(self._overrides) > MAX_OVERRIDES:
+            self._fold_overrides()
+
+    def _table(self) -> Any:
+        """The result columns of every row, in row order (appended chunks combined now and then)."""
+        import pyarrow as pa
+
+        if self._payload is None:
+            if len(self._chunks) > MAX_CHUNKS:
+                self._chunks = [pa.concat_tables(self._chunks).combine_chunks()]
+            self._payload = pa.concat_tables(self._chunks)
+        return self._payload
+
+    def _fold_overrides(self) -> None:
+        """Write the changed rows into the Arrow table: one `take` over old rows and their new values."""
+        import pyarrow as pa
+
+        table = self._table()
+        rows = sorted(self._overrides)
+        changed = pa.Table.from_pylist([self._overrides[r] for r in rows], schema=self._result_schema)
+        mapping = np.arange(self._n, dtype=np.int64)
+        mapping[rows] = self._n + np.arange(len(rows), dtype=np.int64)
+        self._chunks = [pa.concat_tables([table, changed]).take(pa.array(mapping)).combine_chunks()]
+        self._payload = None
+        self._overrides = {}
+
+    # ------------------------------------------------------------------ keeping in step
+    def apply(self, data: Any, version: int) -> None:
+        """Our own committed write (`data`: the written rows, every column) that made `version`."""
+        with self._lock:
+            ids = data.column("id").to_pylist()
+            known = [i for i, memory_id in enumerate(ids) if memory_id in self._pos]
+            if known:
+                import pyarrow as pa
+
+                rows = data.take(pa.array(known)).select(self._result_schema.names).to_pylist()
+                self._replace({self._pos[r["id"]]: r for r in rows})
+            if len(known) < len(ids):
+                fresh = sorted(set(range(len(ids))) - set(known))
+                import pyarrow as pa
+
+                self._append(data.take(pa.array(fresh)) if known else data)
+            self.version = version
+
+    def catch_up(self, table: Any, scan_limit: int) -> None:
+        """Bring the copy to the table's current version: a diff of every column a write can change
+        (all but content and vectors, which a row never changes), then the new or changed rows read by id.
+        Rows gone from the table (a purge rewrote it) make it read the whole table again."""
+        with self._lock:
+            version = table.version
+            if version == self.version:
+                return
+            scan = table.search().select(SYNC_COLUMNS).limit(scan_limit).to_arrow()
+            ids = scan.column("id").to_pylist()
+            rows = np.fromiter((self._pos.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+            known = rows >= 0
+            gone = np.ones(self._n, dtype=bool)
+            gone[rows[known]] = False
+            gone &= self._alive[: self._n]
+            if gone.any():
+                self._clear()
+                self._append(table.search().limit(scan_limit).to_arrow())
+                self.version = version
+                log.debug("read index rebuilt at version %d: %d rows were gone", version, int(gone.sum()))
+                return
+            changed = self._changed(scan, rows, known)
+            new_ids = [ids[i] for i in np.flatnonzero(~known)]
+            changed_ids = [ids[i] for i in np.flatnonzero(changed)]
+            for part in _batches(new_ids):
+                self._append(table.search().where(Filter().ids(part).sql()).limit(len(part)).to_arrow())
+            names = self._result_schema.names
+            for part in _batches(changed_ids):
+                fetched = table.search().where(Filter().ids(part).sql()).select(names).limit(len(part)).to_arrow()
+                self._replace({self._pos[r["id"]]: r for r in fetched.to_pylist()})
+            self.version = version
+            log.debug("read index caught up to version %d: %d new, %d changed", version, len(new_ids), len(changed_ids))
+
+    def _changed(self, scan: Any, rows: np.ndarray, known: np.ndarray) -> np.ndarray:
+        """Which scanned rows (of those held: `known`) differ from the copy in any column of SYNC_COLUMNS."""
+        held = rows[known]
+        differs = np.zeros(int(known.sum()), dtype=bool)
+        for name in _TIMES:
+            differs |= _micros_column(scan, name)[known] != self._times[name][held]
+        salience = np.asarray(scan.column("salience").to_numpy(zero_copy_only=False), dtype=np.float32)
+        differs |= ~np.isclose(np.nan_to_num(salience, nan=1.0)[known], self._salience[held])
+        table = self._table()
+        positions = np.flatnonzero(known)
+        for name in _OBJECT_COLUMNS:
+            mine = table.column(name).to_pylist()
+            for row, value in self._overrides.items():
+                mine[row] = value.get(name)
+            theirs = scan.column(name).to_pylist()
+            for j, (i, row) in enumerate(zip(positions.tolist(), held.tolist(), strict=True)):
+                if not differs[j] and theirs[i] != mine[row]:
+                    differs[j] = True
+        changed = np.zeros(len(rows), dtype=bool)
+        changed[known] = differs
+        return changed
+
+    @property
+    def rows(self) -> int:
+        return self._n
+
+    # ------------------------------------------------------------------ searching
+    def mask(self, flt: Filter) -> np.ndarray | None:
+        """Rows passing `flt`, or None when it has a clause the index cannot evaluate."""
+        n = self._n
+        keep = self._alive[:n].copy()
+        t = {name: self._times[name][:n] for name in _TIMES}
+        for op in flt.ops:
+            name = op[0]
+            if name == "live":
+                at, known_at = op[1], op[2]
+                keep &= (t["valid_at"] <= at) & (t["invalid_at"] > at)
+                keep &= (t["created_at"] <= known_at) & (t["expired_at"] > known_at)
+            elif name == "known":
+                keep &= (t["created_at"] <= op[1]) & (t["expired_at"] > op[1])
+            elif name == "began_by":
+                keep &= t["valid_at"] <= op[1]
+            elif name == "ended_by":
+                keep &= t["invalid_at"] <= op[1]
+            elif name == "created_since":
+                keep &= t["created_at"] >= op[1]
+            elif name in ("projects", "kinds"):
+                column = "project" if name == "projects" else "kind"
+                codes = [self._codes[column][v] for v in op[1] if v in self._codes[column]]
+                keep &= np.isin(getattr(self, f"_{column}")[:n], np.asarray(codes, dtype=np.int32))
+            elif name == "ids":
+                chosen = np.zeros(n, dtype=bool)
+                chosen[[self._pos[i] for i in op[1] if i in self._pos]] = True
+                keep &= chosen
+            elif name == "revisions":
+                keep &= self._revision[:n]
+            elif name == "originals":
+                keep &= ~self._revision[:n]
+            elif name == "with_paths":
+                keep &= self._has_paths[:n]
+            else:
+                return None
+        return keep
+
+    def supports(self, flt: Filter) -> bool:
+        return all(op[0] != "sql" for op in flt.ops)
+
+    def vector_search(
+        self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False, as_arrays: bool = False
+    ) -> list[tuple[MemoryRecord, float]] | None:
+        """Nearest rows by cosine among those passing `flt` (exact), or None if `flt` is not evaluable.
+
+        `as_arrays`: vectors as read-only NumPy views of the index's (normalised) rows, not lists — for ranking,
+        which compares a few of them; never write such records back."""
+        with self._lock:
+            keep = self.mask(flt)
+            if keep is None:
+                return None
+            query = np.asarray(vector, dtype=np.float32)
+            norm = float(np.linalg.norm(query))
+            if norm:
+                query = query / norm
+            scores = self._vectors[: self._n] @ query
+            scores[~keep] = -np.inf
+            rows = _top(scores, limit, int(keep.sum()))
+            return self._records(rows, scores, with_vectors, as_arrays)
+
+    def text_search(
+        self, text: str, flt: Filter, limit: int, with_vectors: bool = False
+    ) -> list[tuple[MemoryRecord, float]] | None:
+        """BM25 matches of the query's terms among rows passing `flt`, or None if `flt` is not evaluable."""
+        with self._lock:
+            keep = self.mask(flt)
+            if keep is None:
+                return None
+            n = self._n
+            scores = np.zeros(n, dtype=np.float32)
+            alive = max(int(self._alive[:n].sum()), 1)
+            avg_length = float(self._lengths[:n][self._alive[:n]].mean()) if n and self._alive[:n].any() else 1.0
+            avg_length = avg_length or 1.0
+            for term in dict.fromkeys(_terms(text)):
+                found = self._postings.postings(term)
+                if found is None:
+                    continue
+                rows, tfs = found
+                df = int(self._postings.df[self._postings.vocab[term]])
+                idf = math.log(1.0 + (alive - df + 0.5) / (df + 0.5))
+                lengths = self._lengths[rows]
+                weight = tfs * (BM25_K1 + 1) / (tfs + BM25_K1 * (1 - BM25_B + BM25_B * lengths / avg_length))
+                scores[rows] += idf * weight  # a term lists each row once: plain fancy indexing adds right
+            scores[~keep] = 0.0
+            matched = int((scores > 0).sum())
+            rows = _top(np.where(scores > 0, scores, -np.inf), limit, matched)
+            return self._records(rows, scores, with_vectors)
+
+    def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None:
+        """Rows passing `flt` in the order they were added (as a LanceDB scan), or None if `flt` is not evaluable."""
+        with self._lock:
+            keep = self.mask(flt)
+            if keep is None:
+                return None
+            rows = np.flatnonzero(keep)[:limit]
+            ordered = self._records(rows, np.zeros(self._n, dtype=np.float32), with_vectors, sort=False)
+            return [record for record, _ in ordered]
+
+    def _records(
+        self, rows: np.ndarray, scores: np.ndarray, with_vectors: bool, as_arrays: bool = False, sort: bool = True
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The rows as records (each a fresh copy: callers may change them), with their scores, best first."""
+        import pyarrow as pa
+
+        wanted = rows.tolist()
+        missing = [row for row in wanted if row not in self._built]
+        if missing:
+            if len(self._built) + len(missing) > MAX_BUILT:
+                self._built.clear()
+            fresh = [row for row in missing if row not in self._overrides]
+            values = self._table().take(pa.array(fresh, type=pa.int64())).to_pylist() if fresh else []
+            for row, data in zip(fresh, values, strict=True):
+                self._built[row] = MemoryRecord.from_row(data)
+            for row in missing:
+                if row in self._overrides:
+                    self._built[row] = MemoryRecord.from_row(self._overrides[row])
+        out = []
+        for row in wanted:
+            record = copy.copy(self._built[row])
+            for name in ("source_ids", "tags", "paths"):
+                setattr(record, name, list(getattr(record, name)))
+            if as_arrays:
+                view = self._vectors[row]
+                view.flags.writeable = False
+                record.vector = view  # type: ignore[assignment]
+            elif with_vectors:
+                record.vector = self._vectors[row].tolist()
+            out.append((record, float(scores[row])))
+        if sort:
+            out.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return out
+
+
+def _top(scores: np.ndarray, limit: int, available: int) -> np.ndarray:
+    """Indices of the `limit` highest finite scores (at most `available` of them), best first."""
+    k = min(limit, available)
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if k < len(scores):
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(len(scores))
+    part = part[np.isfinite(scores[part])]
+    return part[np.argsort(-scores[part], kind="stable")]
+
+
+def _batches(items: list[str], size: int = FETCH_BATCH) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

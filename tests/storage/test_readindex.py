@@ -1,0 +1,238 @@
+"""The in-memory read index answers exactly what LanceDB would, and keeps up with every write.
+
+Two `MemoryStore`s open one directory: `indexed` searches its read index, `plain` (index off)
+searches LanceDB and plays the other process whose writes the index must catch up with.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from chronomem.config import DEFAULT_READ_INDEX_ROWS, Settings
+from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.storage import Filter, MemoryStore, readindex
+
+DIM = 16
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+WORDS = "ledger billing port deploy cache auth token pytest ruff nox redis postgres queue worker api".split()
+
+
+def rand_vector(rng: random.Random) -> list[float]:
+    return [rng.gauss(0, 1) for _ in range(DIM)]
+
+
+def make_rows(rng: random.Random, n: int) -> list[MemoryRecord]:
+    rows = []
+    for i in range(n):
+        valid = T0 + timedelta(days=rng.randrange(0, 60))
+        created = valid + timedelta(hours=rng.randrange(0, 48))
+        rows.append(
+            MemoryRecord(
+                id=new_id(),
+                kind=rng.choice(["chunk", "fact"]),
+                project=rng.choice(["alpha", "beta", "gamma"]),
+                content=" ".join(rng.choices(WORDS, k=6)) + f" item{i}",
+                valid_at=valid,
+                created_at=created,
+                invalid_at=valid + timedelta(days=rng.randrange(1, 30)) if rng.random() < 0.3 else None,
+                expired_at=created + timedelta(days=rng.randrange(1, 30)) if rng.random() < 0.2 else None,
+                revision_of=new_id() if rng.random() < 0.1 else None,
+                paths=["src/app.py"] if rng.random() < 0.2 else [],
+                vector=rand_vector(rng),
+                embed_model="test",
+            )
+        )
+    return rows
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[MemoryStore, MemoryStore]:
+    indexed = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    assert indexed.wait_for_read_index()
+    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    return indexed, plain
+
+
+def filters() -> list[Filter]:
+    mid, late = T0 + timedelta(days=30), T0 + timedelta(days=90)
+    return [
+        Filter(),
+        Filter().live(mid, mid),
+        Filter().live(late, late).projects(["alpha"]),
+        Filter().live(mid, late).kinds(["fact"]),
+        Filter().known(mid).began_by(mid),
+        Filter().projects(["beta", "gamma"]).originals(),
+        Filter().revisions(),
+        Filter().ended_by(mid),
+        Filter().created_since(mid).with_paths(),
+        Filter().projects(["nowhere"]),
+        Filter().kinds(["chunk"]).live(T0 - timedelta(days=1), late),
+    ]
+
+
+def ids(found: list[tuple[MemoryRecord, float]]) -> list[str]:
+    return [r.id for r, _ in found]
+
+
+def test_vector_search_equals_lancedb_under_every_filter(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, plain = pair
+    rng = random.Random(7)
+    indexed.add(make_rows(rng, 400))
+    assert indexed.read_index is not None and indexed.read_index.version == indexed._table.version
+    for flt in filters():
+        for _ in range(3):
+            query = rand_vector(rng)
+            mine = indexed.vector_search(query, flt, 15, with_vectors=True)
+            truth = plain.vector_search(query, flt, 15)
+            assert ids(mine) == ids(truth), flt.sql()
+            assert [s for _, s in mine] == pytest.approx([s for _, s in truth], abs=1e-4)
+            assert all(r.vector is not None and len(r.vector) == DIM for r, _ in mine)
+            assert [r.to_row() | {"vector": None} for r, _ in mine] == [r.to_row() for r, _ in truth]
+
+
+def test_text_search_matches_identifiers_whole_and_split_within_the_filter(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, _ = pair
+    rng = random.Random(1)
+    code = MemoryRecord(
+        id=new_id(), kind="chunk", project="alpha", content="Retry when ERR_LEDGER_TIMEOUT comes from parseHTTPDate",
+        valid_at=T0, created_at=T0, vector=rand_vector(rng), embed_model="test",
+    )
+    other = code.copy(id=new_id(), project="beta")
+    noise = code.copy(id=new_id(), content="the queue worker restarts nightly")
+    indexed.add([code, other, noise])
+    alpha = Filter().projects(["alpha"])
+    for query in ("ledger timeout", "err_ledger_timeout", "ERR_LEDGER_TIMEOUT", "http date parsing"):
+        assert ids(indexed.text_search(query, alpha, 10)) == [code.id], query
+    assert indexed.text_search("postgres", alpha, 10) == []
+    assert indexed.text_search("the of and", alpha, 10) == []  # stop words only: no lexical evidence
+
+
+def test_text_search_ranks_by_bm25(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, _ = pair
+    rng = random.Random(2)
+    rows = [
+        MemoryRecord(id=new_id(), kind="chunk", project="p", content=text, valid_at=T0, created_at=T0,
+                     vector=rand_vector(rng), embed_model="test")
+        for text in ["redis cache", "redis redis cache settings", "postgres settings for the api", "api gateway"]
+        + [f"unrelated note {i} about api" for i in range(20)]
+    ]
+    indexed.add(rows)
+    found = indexed.text_search("redis", Filter(), 10)
+    assert ids(found) == [rows[1].id, rows[0].id]  # more occurrences first
+    assert found[0][1] > found[1][1] > 0
+    rare = indexed.text_search("postgres api", Filter(), 3)
+    assert ids(rare)[0] == rows[2].id  # both terms, one of them rare
+
+
+def test_own_writes_apply_at_once_and_expiry_leaves_the_live_slice(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, plain = pair
+    rng = random.Random(3)
+    row = make_rows(rng, 1)[0].copy(invalid_at=None, expired_at=None, project="alpha", valid_at=T0, created_at=T0)
+    indexed.add([row])
+    now = T0 + timedelta(days=100)
+    live = Filter().live(now, now).projects(["alpha"])
+    [(found, _)] = indexed.vector_search(row.vector, live, 5)
+    assert found.id == row.id
+    found.content, found.tags = "changed by a caller", found.tags + ["x"]  # callers get their own copies
+    [(again, _)] = indexed.vector_search(row.vector, live, 5)
+    assert again.content == row.content and again.tags == row.tags
+    indexed.upsert([MemoryStore.expired(row, now=now - timedelta(days=1), reason="test")])
+    assert indexed.read_index.version == indexed._table.version
+    assert indexed.vector_search(row.vector, live, 5) == []
+    gone = indexed.vector_search(row.vector, Filter().projects(["alpha"]), 5)
+    assert gone[0][0].reason == "test" and gone[0][0].expired_at == now - timedelta(days=1)
+    assert ids(plain.vector_search(row.vector, live, 5)) == []
+
+
+def test_another_process_writes_are_caught_up(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, plain = pair
+    rng = random.Random(4)
+    first = make_rows(rng, 50)
+    indexed.add(first)
+    version = indexed.read_index.version
+    arrived = make_rows(rng, 30)
+    plain.add(arrived)  # another process's write
+    target = next(r for r in first if r.expired_at is None)
+    plain.upsert([MemoryStore.expired(target, now=target.created_at + timedelta(seconds=1), reason="other")])
+    plain.upsert([arrived[0].copy(salience=7.5)])
+    for flt in filters():
+        query = rand_vector(rng)
+        assert ids(indexed.vector_search(query, flt, 20)) == ids(plain.vector_search(query, flt, 20)), flt.sql()
+    assert indexed.read_index.version == plain._table.version > version
+    [(salient, _)] = indexed.vector_search(arrived[0].vector, Filter().ids([arrived[0].id]), 1)
+    assert salient.salience == pytest.approx(7.5)
+    plain.optimize()
+    query = rand_vector(rng)
+    assert ids(indexed.vector_search(query, Filter(), 20)) == ids(plain.vector_search(query, Filter(), 20))
+
+
+def test_other_changes_to_a_row_and_a_purge_are_seen(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    from chronomem.storage.portable import PurgePlan, erase
+
+    indexed, plain = pair
+    rng = random.Random(9)
+    rows = make_rows(rng, 20)
+    indexed.add(rows)
+    plain.upsert([rows[1].copy(tags=["cm:conflict:x"], reason="conflict noted")])
+    [(got, _)] = indexed.vector_search(rows[1].vector, Filter().ids([rows[1].id]), 1)
+    assert got.tags == ["cm:conflict:x"] and got.reason == "conflict noted"
+    erase(plain, PurgePlan(rows=[rows[0]], scrub_reasons=[]))
+    assert indexed.vector_search(rows[0].vector, Filter().ids([rows[0].id]), 1) == []
+    query = rand_vector(rng)
+    assert ids(indexed.vector_search(query, Filter(), 30)) == ids(plain.vector_search(query, Filter(), 30))
+    assert indexed.read_index.rows == 19
+
+
+def test_filters_it_cannot_evaluate_go_to_lancedb(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, plain = pair
+    rng = random.Random(5)
+    fact = make_rows(rng, 1)[0].copy(kind="fact", subject="api", predicate="port", object="8080", expired_at=None)
+    indexed.add([fact] + make_rows(rng, 20))
+    slot = Filter().slot("api", "port")
+    assert indexed.read_index.mask(slot) is None
+    assert ids(indexed.vector_search(fact.vector, slot, 5)) == [fact.id] == ids(plain.vector_search(fact.vector, slot, 5))
+
+
+def test_a_table_that_outgrows_the_index_is_searched_by_lancedb(tmp_path: Path) -> None:
+    small = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10)
+    assert small.wait_for_read_index()
+    rng = random.Random(6)
+    rows = make_rows(rng, 25)
+    small.add(rows)
+    query = rows[3].vector
+    found = small.vector_search(query, Filter(), 1)
+    assert ids(found) == [rows[3].id]
+    assert small.read_index is None
+    reopened = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10)
+    assert not reopened.wait_for_read_index()  # too big to build: LanceDB answers
+    assert ids(reopened.vector_search(query, Filter(), 1)) == [rows[3].id]
+
+
+def test_folding_changed_rows_and_postings_keeps_answers(pair: tuple[MemoryStore, MemoryStore], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readindex, "MAX_OVERRIDES", 5)
+    monkeypatch.setattr(readindex, "TAIL_FOLD", 40)
+    monkeypatch.setattr(readindex, "MAX_CHUNKS", 3)
+    indexed, plain = pair
+    rng = random.Random(8)
+    rows = make_rows(rng, 60)
+    for start in range(0, 60, 6):
+        indexed.add(rows[start : start + 6])
+    indexed.upsert([r.copy(salience=2.0 + i, reason=f"r{i}") for i, r in enumerate(rows[:12])])
+    assert not indexed.read_index._overrides or len(indexed.read_index._overrides) <= 5
+    for r in rows[:12:3]:
+        [(got, _)] = indexed.vector_search(r.vector, Filter().ids([r.id]), 1)
+        assert got.reason == next(x.reason for x in plain.find(Filter().ids([r.id])))
+    for word in WORDS:
+        assert set(ids(indexed.text_search(word, Filter(), 100))) == {r.id for r in rows if word in r.content.split()}
+
+
+def test_settings_read_index_rows() -> None:
+    assert Settings.from_env(store="/tmp/x", environ={}).read_index_rows == DEFAULT_READ_INDEX_ROWS
+    assert Settings.from_env(store="/tmp/x", environ={"CHRONOMEM_READ_INDEX_ROWS": "0"}).read_index_rows == 0
+    assert Settings.from_env(store="/tmp/x", environ={"CHRONOMEM_READ_INDEX_ROWS": "5e3"}).read_index_rows == 5000
+    assert Settings.from_env(store="/tmp/x", environ={"CHRONOMEM_READ_INDEX_ROWS": "lots"}).read_index_rows == DEFAULT_READ_INDEX_ROWS
+    assert Settings.from_env(store="/tmp/x", environ={"CHRONOMEM_READ_INDEX_ROWS": "-4"}).read_index_rows == 0
