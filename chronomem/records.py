@@ -77,7 +77,7 @@ class MemoryRecord:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> MemoryRecord:
-        names = {f.name for f in fields(cls)}
+        names = _RECORD_FIELDS
         data = {k: v for k, v in row.items() if k in names}
         for key in ("valid_at", "created_at", "invalid_at", "expired_at"):
             value = data.get(key)
@@ -94,6 +94,7 @@ class MemoryRecord:
         return replace(self, **changes)
 
 
+_RECORD_FIELDS = frozenset(f.name for f in fields(MemoryRecord))
 _SPACES = re.compile(r"\s+")
 
 

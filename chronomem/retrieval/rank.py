@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from chronomem.consolidate.salience import record_salience
 from chronomem.retrieval.candidates import Candidate, cosine
@@ -243,6 +244,7 @@ _HEDGES = re.compile(
 )
 
 
+@lru_cache(maxsize=16384)  # the same memories come back query after query; the pattern is slow per character
 def hedged(text: str) -> bool:
     """A note that mentions a thing without asserting it: a question, a rumour, an experiment, a comparison."""
     return _HEDGES.search(text) is not None
