@@ -40,7 +40,7 @@ def run_demo(settings: Settings, as_json: bool = False) -> int:
                 facts=[{"subject": PROJECT, "predicate": p, "object": o} for p, o in facts],
             )
             say(f"\n$ chronomem remember {text!r} --valid-from {when}", result)
-        question = "how do I run the tests?"
+        question = "which command runs the tests?"
         say(f"\n# Now: recall {question!r}", tools.recall(svc, question, limit=3))
         say(f"\n# Back then: as_of {question!r} at 2024-02-01", tools.as_of(svc, question, "2024-02-01", limit=3))
         say("\n# How the test command changed: history", tools.history(svc, subject=PROJECT, predicate="test_command"))
