@@ -150,6 +150,9 @@ class MemoryStore:
         index = self._read_index
         if index is None:
             return
+        if data is not None and index.rows + data.num_rows > self.read_index_rows:
+            self._read_index = None  # the table outgrew it: LanceDB answers from now on
+            return
         try:
             version = self._table.version
             if index.version == version_before and version == version_before + 1:

@@ -202,7 +202,10 @@ def test_a_table_that_outgrows_the_index_is_searched_by_lancedb(tmp_path: Path) 
     assert small.wait_for_read_index()
     rng = random.Random(6)
     rows = make_rows(rng, 25)
-    small.add(rows)
+    small.add(rows[:8])
+    assert small.read_index is not None and small.read_index.rows == 8
+    small.add(rows[8:])
+    assert small.read_index is None  # dropped before it copied rows beyond its limit
     query = rows[3].vector
     found = small.vector_search(query, Filter(), 1)
     assert ids(found) == [rows[3].id]
