@@ -484,10 +484,10 @@ class ReadIndex:
         import pyarrow as pa
 
         wanted = rows.tolist()
-        missing = [row for row in wanted if row not in self._built]
+        if len(self._built) + len(wanted) > MAX_BUILT:
+            self._built.clear()
+        missing = [row for row in dict.fromkeys(wanted) if row not in self._built]
         if missing:
-            if len(self._built) + len(missing) > MAX_BUILT:
-                self._built.clear()
             fresh = [row for row in missing if row not in self._overrides]
             values = self._table().take(pa.array(fresh, type=pa.int64())).to_pylist() if fresh else []
             for row, data in zip(fresh, values, strict=True):

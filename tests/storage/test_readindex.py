@@ -219,6 +219,7 @@ def test_folding_changed_rows_and_postings_keeps_answers(pair: tuple[MemoryStore
     monkeypatch.setattr(readindex, "MAX_OVERRIDES", 5)
     monkeypatch.setattr(readindex, "TAIL_FOLD", 40)
     monkeypatch.setattr(readindex, "MAX_CHUNKS", 3)
+    monkeypatch.setattr(readindex, "MAX_BUILT", 7)  # searches returning more rows than it keeps made
     indexed, plain = pair
     rng = random.Random(8)
     rows = make_rows(rng, 60)
@@ -229,6 +230,9 @@ def test_folding_changed_rows_and_postings_keeps_answers(pair: tuple[MemoryStore
     for r in rows[:12:3]:
         [(got, _)] = indexed.vector_search(r.vector, Filter().ids([r.id]), 1)
         assert got.reason == next(x.reason for x in plain.find(Filter().ids([r.id])))
+    for _ in range(3):
+        query = rand_vector(rng)
+        assert ids(indexed.vector_search(query, Filter(), 12)) == ids(plain.vector_search(query, Filter(), 12))
     for word in WORDS:
         assert set(ids(indexed.text_search(word, Filter(), 100))) == {r.id for r in rows if word in r.content.split()}
 
