@@ -39,3 +39,19 @@ def limit_arenas(count: int = SERVER_ARENAS) -> bool:
         return False
     log.debug("malloc arenas capped at %d: %s", count, applied)
     return applied
+
+
+def release_free_memory() -> bool:
+    """Give memory glibc holds freed back to the system (`malloc_trim`); True when it released some.
+
+    For after a one-off burst of allocations (the read index build) that would otherwise stay in the
+    process's resident size. A no-op off glibc.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+        trim.argtypes = [ctypes.c_size_t]
+        return bool(trim(0))
+    except (OSError, AttributeError):
+        return False

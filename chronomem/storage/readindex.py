@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from array import array
 import math
 import threading
 from collections.abc import Iterable, Sequence
@@ -43,6 +44,10 @@ BM25_B = 0.75
 FETCH_BATCH = 500
 #: Changed rows kept aside before they are folded into the Arrow table.
 MAX_OVERRIDES = 4096
+#: Rows added at once from which postings go straight into the sorted block (a build's batches).
+BULK_ROWS = 1_000
+#: Rows read per batch when building (bounds the memory a build needs beyond the copy itself).
+BUILD_BATCH = 8_192
 #: Postings of recent rows kept in per-term lists before they are merged into the sorted block.
 TAIL_FOLD = 50_000
 #: Records kept made (without vectors) for rows searches returned before; cleared when full.
@@ -90,10 +95,11 @@ class _Postings:
         return tid
 
     def add(self, first_row: int, term_lists: Sequence[list[str]]) -> np.ndarray:
-        """Index rows `first_row …` with these terms; returns each row's length in terms."""
-        tids: list[int] = []
-        rows: list[int] = []
-        tfs: list[int] = []
+        """Index rows `first_row …` with these terms; returns each row's length in terms.
+
+        Postings are collected in compact arrays; a large batch (a build) goes straight into the
+        sorted block, a small one (a write) into the tail."""
+        tids, rows, tfs = array("i"), array("i"), array("i")
         lengths = np.zeros(len(term_lists), dtype=np.float32)
         for offset, words in enumerate(term_lists):
             lengths[offset] = len(words)
@@ -108,8 +114,12 @@ class _Postings:
                 tfs.append(tf)
         if len(self.df) < len(self.vocab):
             self.df = np.concatenate([self.df, np.zeros(len(self.vocab) - len(self.df), dtype=np.int64)])
-        if tids:
-            np.add.at(self.df, np.asarray(tids), 1)
+        new_tids = np.frombuffer(tids, dtype=np.int32) if tids else np.empty(0, dtype=np.int32)
+        if len(new_tids):
+            self.df += np.bincount(new_tids, minlength=len(self.df))
+        if len(term_lists) >= BULK_ROWS:
+            self._merge(new_tids, np.frombuffer(rows, dtype=np.int32), np.frombuffer(tfs, dtype=np.int32))
+            return lengths
         for tid, row, tf in zip(tids, rows, tfs, strict=True):
             self.tail.setdefault(tid, []).append((row, tf))
         self.tail_size += len(tids)
@@ -118,25 +128,31 @@ class _Postings:
         return lengths
 
     def _fold_tail(self) -> None:
-        """Merge the tail into the CSR block (one sort of every posting)."""
-        n_terms = len(self.vocab)
-        old_counts = np.diff(self.ptr)
-        old_tids = np.repeat(np.arange(len(old_counts), dtype=np.int64), old_counts)
-        t_tids, t_rows, t_tfs = [], [], []
+        """Merge the tail into the sorted block."""
+        t_tids, t_rows, t_tfs = array("i"), array("i"), array("i")
         for tid, pairs in self.tail.items():
             for row, tf in pairs:
                 t_tids.append(tid)
                 t_rows.append(row)
                 t_tfs.append(tf)
-        tids = np.concatenate([old_tids, np.asarray(t_tids, dtype=np.int64)])
-        rows = np.concatenate([self.rows, np.asarray(t_rows, dtype=np.int32)])
-        tfs = np.concatenate([self.tfs, np.asarray(t_tfs, dtype=np.float32)])
-        order = np.argsort(tids, kind="stable")
-        self.rows, self.tfs = rows[order], tfs[order]
-        self.ptr = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(np.bincount(tids, minlength=n_terms), out=self.ptr[1:])
         self.tail = {}
         self.tail_size = 0
+        self._merge(
+            np.frombuffer(t_tids, dtype=np.int32), np.frombuffer(t_rows, dtype=np.int32), np.frombuffer(t_tfs, dtype=np.int32)
+        )
+
+    def _merge(self, tids: np.ndarray, rows: np.ndarray, tfs: np.ndarray) -> None:
+        """Add postings (term id, row, frequency) to the sorted block: one stable sort by term."""
+        n_terms = len(self.vocab)
+        old_counts = np.diff(self.ptr)
+        old_tids = np.repeat(np.arange(len(old_counts), dtype=np.int32), old_counts)
+        all_tids = np.concatenate([old_tids, tids.astype(np.int32)])
+        del old_tids
+        order = np.argsort(all_tids, kind="stable")
+        self.rows = np.concatenate([self.rows, rows.astype(np.int32)])[order]
+        self.tfs = np.concatenate([self.tfs, tfs.astype(np.float32)])[order]
+        self.ptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(all_tids, minlength=n_terms), out=self.ptr[1:])
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         tid = self.vocab.get(term)
@@ -171,7 +187,6 @@ class ReadIndex:
         self.version = -1
         self._n = 0
         self._pos: dict[str, int] = {}
-        self._ids: list[str] = []
         cap = 1024
         self._vectors = np.zeros((cap, dim), dtype=np.float32)
         self._times = {name: np.zeros(cap, dtype=np.int64) for name in _TIMES}
@@ -195,11 +210,20 @@ class ReadIndex:
         """Read every row of the LanceDB `table` (one scan) into a new index."""
         index = cls(dim, table.schema)
         version = table.version
-        data = table.search().limit(scan_limit).to_arrow()
         with index._lock:
-            index._append(data)
+            index._load(table, scan_limit)
             index.version = version
         return index
+
+    def _load(self, table: Any, scan_limit: int) -> None:
+        """Append every row of `table`, a batch at a time."""
+        import pyarrow as pa
+
+        for batch in table.search().limit(scan_limit).to_batches(BUILD_BATCH):
+            if batch.num_rows:
+                self._append(pa.Table.from_batches([batch]))
+        self._chunks = [pa.concat_tables(self._chunks).combine_chunks()] if len(self._chunks) > 1 else self._chunks
+        self._payload = None
 
     def _grow(self, need: int) -> None:
         cap = len(self._alive)
@@ -257,7 +281,6 @@ class ReadIndex:
         self._lengths[first:end] = self._postings.add(first, [_terms(c) for c in contents])
         for offset, memory_id in enumerate(ids):
             self._pos[memory_id] = first + offset
-        self._ids.extend(ids)
         self._n = end
         self._chunks.append(data.select(self._result_schema.names).cast(self._result_schema))
         self._payload = None
@@ -336,7 +359,7 @@ class ReadIndex:
             gone &= self._alive[: self._n]
             if gone.any():
                 self._clear()
-                self._append(table.search().limit(scan_limit).to_arrow())
+                self._load(table, scan_limit)
                 self.version = version
                 log.debug("read index rebuilt at version %d: %d rows were gone", version, int(gone.sum()))
                 return

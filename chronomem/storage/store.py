@@ -113,6 +113,9 @@ class MemoryStore:
             index = ReadIndex.build(self._table, self.dim, SCAN_LIMIT)
             index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
+            from chronomem.server.malloc import release_free_memory
+
+            release_free_memory()  # the build's scratch buffers (~2x the copy at its peak), not kept resident
         except Exception:  # the index only speeds reads up: without it LanceDB answers
             log.debug("read index build failed", exc_info=True)
 

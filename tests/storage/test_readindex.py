@@ -243,3 +243,22 @@ def test_settings_read_index_rows() -> None:
     assert Settings.from_env(store="/tmp/x", environ={"CHRONOMEM_READ_INDEX_ROWS": "5e3"}).read_index_rows == 5000
     assert Settings.from_env(store="/tmp/x", environ={"CHRONOMEM_READ_INDEX_ROWS": "lots"}).read_index_rows == DEFAULT_READ_INDEX_ROWS
     assert Settings.from_env(store="/tmp/x", environ={"CHRONOMEM_READ_INDEX_ROWS": "-4"}).read_index_rows == 0
+
+
+def test_a_built_index_and_later_writes_search_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build reads the table in batches whose postings go straight into the sorted block (a small
+    last batch and later writes go to the tail): a term's matches are the same wherever they live."""
+    monkeypatch.setattr(readindex, "BUILD_BATCH", 1100)  # batches of 1100, 1100, 200
+    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    rng = random.Random(10)
+    rows = make_rows(rng, 2500)
+    plain.add(rows[:2400])
+    indexed = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    assert indexed.wait_for_read_index()
+    for start in range(2400, 2500, 20):
+        indexed.add(rows[start : start + 20])
+    for word in WORDS:
+        expected = {r.id for r in rows if word in r.content.split()}
+        assert set(ids(indexed.text_search(word, Filter(), 2500))) == expected, word
+    query = rand_vector(rng)
+    assert ids(indexed.vector_search(query, Filter(), 25)) == ids(plain.vector_search(query, Filter(), 25))
