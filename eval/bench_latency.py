@@ -118,25 +118,26 @@ REMEDIES: dict[str, str] = {
         "server off `mcp.client` would take ~0.15–0.3 s off; the rest is the interpreter and the machine's load."
     ),
     "spawn → first recall": (
-        "Loading the ONNX model (~1 s on an idle core) and opening the store already start at spawn; the first "
-        "recall then waits for both. An int8-quantised MiniLM loads and runs ~2× faster."
+        "Loading the ONNX model (~1 s on an idle core) and opening the store start at spawn; the first recall "
+        "waits for both and is answered by LanceDB (the read index is built after the first search, so the two "
+        "do not share the cores). An int8-quantised MiniLM loads and runs ~2× faster."
     ),
     "remember e2e": (
         "In-process remember is ~40% embedding the text and ~50% the LanceDB commit (a data file and a manifest "
-        "per call, after listing the table's versions). Fewer kept versions (retention is now 1 h, was 1 day) "
-        "and compaction every 20 writes instead of 50 keep the commit and the reads after it cheap."
+        "per call); the read index applies the written row in ~1 ms. Between calls the server's consolidator "
+        "extracts facts and writes salience, which the next call can wait behind on 2 cores."
     ),
     "recall e2e": (
-        "Two LanceDB queries are ~75% of a recall: the dense one (prefiltered on the time columns) and the "
-        "full-text one (same prefilter), each ~25–50 ms at 100k on this loaded machine against ~8 ms for the "
-        "NumPy scan of every vector. What would close it: an in-memory exact dense index (float16 matrix plus "
-        "the filter columns, kept in step with the table version) up to ~200k rows, IVF beyond; full-text "
-        "search post-filtered with over-fetch (prefilter only for a small project share): 48 → 31 ms at 100k; "
-        "compaction every 20 writes (each single-row fragment adds ~0.5 ms to a recall)."
+        "Up to 300k rows the read index answers both searches (exact dot product over every vector plus BM25 "
+        "postings, ~10 ms at 100k quiet) and the rest is the query embedding (~4 ms quiet), ranking (~5 ms), "
+        "one LanceDB version check, and over MCP the protocol (tools/list column) plus the consolidator's "
+        "salience commit after each recall. Above 300k (1M here) LanceDB's ANN and full-text indexes answer. "
+        "What would close more: salience hits batched instead of one commit per recall, records kept made "
+        "between recalls, an IVF partition of the in-memory matrix above ~200k rows."
     ),
     "recall / brute force": (
-        "See recall e2e: the LanceDB dense query alone (ANN at 100k: ~25–35 ms) costs 3–4× the NumPy scan; an "
-        "in-process matrix search is the physical reference itself."
+        "The reference is the query embedding plus one matrix product; recall adds the full-text search, "
+        "building ~100 candidate records, ranking and the version check (see recall e2e)."
     ),
     "bulk import": (
         "Embedding is the whole cost (the write path alone runs at ~17k rows/s): on a quiet machine the 1k step "
@@ -146,10 +147,11 @@ REMEDIES: dict[str, str] = {
         "embed them in the background."
     ),
     "server RSS": (
-        "Measured in one process: imports (mcp, pyarrow, lancedb) ~165 MB, the ONNX model ~160 MB, then "
-        "onnxruntime's arena grows with the largest batch embedded (+~100 MB after 64 long texts; fastembed's "
-        "`enable_cpu_mem_arena=False` keeps it flat), plus LanceDB's index and page caches. An in-memory dense "
-        "index would add ~77 MB (float16) at 100k."
+        "Before the read index the server held ~500 MB at 100k: imports (mcp, pyarrow, lancedb) ~165 MB, the "
+        "ONNX model ~160 MB, onnxruntime's arena, LanceDB's caches. The read index adds ~2.5–3 kB a row (float32 "
+        "vectors 1.5 kB, result columns, postings, id map). What would close it: vectors as float16 or int8 with "
+        "a blocked float32 product, and a lower CHRONOMEM_READ_INDEX_ROWS on small machines (it trades memory "
+        "for latency; 0 turns it off)."
     ),
 }
 

@@ -152,8 +152,13 @@ def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig, now: date
     return out
 
 
+@lru_cache(maxsize=1024)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])")
+
+
 def _mentions(text: str, name: str) -> bool:
-    return re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text) is not None
+    return name in text and _name_pattern(name).search(text) is not None
 
 
 def _demote_foreign(items: list[Ranked], query: QueryInfo, config: RankConfig) -> None:

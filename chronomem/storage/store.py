@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -55,6 +54,11 @@ class MemoryStore:
         self.embed_model = embed_model
         self.read_index_rows = read_index_rows
         self._read_index: ReadIndex | None = None
+        self._index_lock = threading.Lock()
+        self._index_building = False
+        self._index_off = read_index_rows <= 0  # off by setting, or the table outgrew it
+        self._index_settled = threading.Event()  # set whenever no build is running
+        self._index_settled.set()
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -63,8 +67,9 @@ class MemoryStore:
     ) -> MemoryStore:
         """Open the store at `path`, creating it (and the directory) if it does not exist.
 
-        With `read_index_rows` > 0 and at most that many rows, the in-memory read index is built on a
-        background thread (searches go to LanceDB until it is ready).
+        With `read_index_rows` > 0 and at most that many rows, the first search starts building the
+        in-memory read index on a background thread (searches go to LanceDB until it is ready): not at
+        open, so a starting server's first recall does not share the cores with the build.
         """
         os.environ.setdefault("LANCE_LOG", "error")
         path = Path(path)
@@ -97,14 +102,22 @@ class MemoryStore:
             raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
         store = cls(path, table, dim, embed_model, read_index_rows)
         store.ensure_indexes()
-        if read_index_rows > 0:
-            threading.Thread(target=store._build_read_index, name="chronomem-read-index", daemon=True).start()
         return store
 
     # ------------------------------------------------------------------ read index
+    def _start_read_index(self) -> None:
+        """Start building the read index in the background unless it is built, building or off."""
+        with self._index_lock:
+            if self._index_off or self._index_building or self._read_index is not None:
+                return
+            self._index_building = True
+            self._index_settled.clear()
+        threading.Thread(target=self._build_read_index, name="chronomem-read-index", daemon=True).start()
+
     def _build_read_index(self) -> None:
         try:
             if self._table.count_rows() > self.read_index_rows:
+                self._index_off = True
                 return
             from chronomem.storage.readindex import (
                 ReadIndex,  # NumPy: imported off the start-up path
@@ -118,6 +131,10 @@ class MemoryStore:
             release_free_memory()  # the build's scratch buffers (~2x the copy at its peak), not kept resident
         except Exception:  # the index only speeds reads up: without it LanceDB answers
             log.debug("read index build failed", exc_info=True)
+        finally:
+            with self._index_lock:
+                self._index_building = False
+                self._index_settled.set()
 
     @property
     def read_index(self) -> ReadIndex | None:
@@ -125,18 +142,17 @@ class MemoryStore:
         return self._read_index
 
     def wait_for_read_index(self, timeout: float = 60.0) -> bool:
-        """Block until the read index is ready (tests, benchmarks); False if it is off or not ready in time."""
-        deadline = time.monotonic() + timeout
-        while self._read_index is None and self.read_index_rows > 0 and time.monotonic() < deadline:
-            if not any(t.name == "chronomem-read-index" and t.is_alive() for t in threading.enumerate()):
-                break
-            time.sleep(0.01)
+        """Build the read index now if it is not built, and wait for it (tests, benchmarks); False if it is
+        off, too big for its limit, failed, or not ready within `timeout` seconds."""
+        self._start_read_index()
+        self._index_settled.wait(timeout)
         return self._read_index is not None
 
     def _index_for_reading(self) -> ReadIndex | None:
         """The read index brought to the table's current version, or None (not built, too big, failed)."""
         index = self._read_index
         if index is None:
+            self._start_read_index()
             return None
         try:
             index.catch_up(self._table, SCAN_LIMIT)
@@ -144,28 +160,32 @@ class MemoryStore:
             log.debug("read index catch-up failed; searching LanceDB", exc_info=True)
             return None
         if index.rows > self.read_index_rows:
-            self._read_index = None  # the table outgrew it: LanceDB from now on
+            self._drop_read_index()
             return None
         return index
 
-    def _after_write(self, data: Any, version_before: int) -> None:
-        """Apply our own committed write to the read index, or catch up when someone else wrote too."""
+    def _after_write(self, data: Any, version: int | None) -> None:
+        """Apply our own write, committed as `version`, to the read index — or, when the index was not at
+        the version just before it (someone else wrote too), catch up by diff. `version` None: catch up."""
         index = self._read_index
         if index is None:
             return
         if data is not None and index.rows + data.num_rows > self.read_index_rows:
-            self._read_index = None  # the table outgrew it: LanceDB answers from now on
+            self._drop_read_index()
             return
         try:
-            version = self._table.version
-            if index.version == version_before and version == version_before + 1:
+            if data is not None and version is not None and index.version == version - 1:
                 index.apply(data, version)
             else:
                 index.catch_up(self._table, SCAN_LIMIT)
         except Exception:
-            log.debug("read index update failed; it is rebuilt from the table", exc_info=True)
+            log.debug("read index update failed; the next search rebuilds it from the table", exc_info=True)
             self._read_index = None
-            threading.Thread(target=self._build_read_index, name="chronomem-read-index", daemon=True).start()
+
+    def _drop_read_index(self) -> None:
+        """The table outgrew the read index: LanceDB answers from now on (until the store is opened again)."""
+        self._index_off = True
+        self._read_index = None
 
     @staticmethod
     def _check_schema(path: Path, schema: Any, dim: int) -> None:
@@ -230,7 +250,7 @@ class MemoryStore:
         from lancedb.index import HnswSq
 
         self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True, name=VECTOR_INDEX_NAME)
-        self._after_write(None, -2)  # written without the lock: others may have committed too, so catch up by diff
+        self._after_write(None, None)  # written without the lock: others may have committed too, so catch up by diff
 
     # ------------------------------------------------------------------ writing
     def _arrow(self, records: Sequence[MemoryRecord]) -> Any:
@@ -244,9 +264,7 @@ class MemoryStore:
         """Append new rows in one commit."""
         if records:
             data = self._arrow(records)
-            before = self._table.version
-            self._table.add(data)
-            self._after_write(data, before)
+            self._after_write(data, self._table.add(data).version)
 
     def add_arrow(self, table: Any) -> None:
         """Append a prepared Arrow table (the table's columns, vectors as fixed-size lists) in one commit.
@@ -257,18 +275,15 @@ class MemoryStore:
         if table.num_rows:
             schema = memories_schema(self.dim, self.embed_model)
             data = table.select(schema.names).cast(schema)
-            before = self._table.version
-            self._table.add(data)
-            self._after_write(data, before)
+            self._after_write(data, self._table.add(data).version)
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Insert new rows and replace existing ones (by id) in one atomic commit."""
         if not records:
             return
         data = self._arrow(records)
-        before = self._table.version
-        self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
-        self._after_write(data, before)
+        merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+        self._after_write(data, merge.execute(data).version)
 
     # ------------------------------------------------------------------ bi-temporal changes
     @staticmethod
