@@ -119,9 +119,8 @@ class MemoryStore:
             if self._table.count_rows() > self.read_index_rows:
                 self._index_off = True
                 return
-            from chronomem.storage.readindex import (
-                ReadIndex,  # NumPy: imported off the start-up path
-            )
+            # NumPy-heavy: imported here, off the start-up path
+            from chronomem.storage.readindex import ReadIndex
 
             index = ReadIndex.build(self._table, self.dim, SCAN_LIMIT)
             index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
@@ -129,8 +128,9 @@ class MemoryStore:
             from chronomem.server.malloc import release_free_memory
 
             release_free_memory()  # the build's scratch buffers (~2x the copy at its peak), not kept resident
-        except Exception:  # the index only speeds reads up: without it LanceDB answers
-            log.debug("read index build failed", exc_info=True)
+        except Exception:  # the index only speeds reads up: without it LanceDB answers (no retry loop)
+            log.warning("read index build failed; searches use LanceDB", exc_info=log.isEnabledFor(logging.DEBUG))
+            self._index_off = True
         finally:
             with self._index_lock:
                 self._index_building = False

@@ -262,3 +262,20 @@ def test_a_built_index_and_later_writes_search_alike(tmp_path: Path, monkeypatch
         assert set(ids(indexed.text_search(word, Filter(), 2500))) == expected, word
     query = rand_vector(rng)
     assert ids(indexed.vector_search(query, Filter(), 25)) == ids(plain.vector_search(query, Filter(), 25))
+
+
+def test_a_failed_build_leaves_lancedb_answering_without_retrying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=1_000)
+    rows = make_rows(random.Random(11), 10)
+    store.add(rows)
+    attempts = []
+
+    def broken(*args: object) -> None:
+        attempts.append(args)
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(readindex.ReadIndex, "build", broken)
+    assert not store.wait_for_read_index()
+    assert ids(store.vector_search(rows[2].vector, Filter().ids([rows[2].id]), 1)) == [rows[2].id]
+    assert not store.wait_for_read_index()
+    assert len(attempts) == 1
