@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 VERSION_RETENTION = timedelta(hours=1)
 #: Upper bound on rows any single scan returns; searches use their own small limits.
 SCAN_LIMIT = 1_000_000
+#: Tables up to this many rows get their read index at open (~0.1 s); larger ones after the first search.
+OPEN_BUILD_ROWS = 2_000
 #: Name of the ANN index on `vector` the consolidator builds once the table is large.
 VECTOR_INDEX_NAME = "vector_idx"
 
@@ -67,9 +69,10 @@ class MemoryStore:
     ) -> MemoryStore:
         """Open the store at `path`, creating it (and the directory) if it does not exist.
 
-        With `read_index_rows` > 0 and at most that many rows, the first search starts building the
-        in-memory read index on a background thread (searches go to LanceDB until it is ready): not at
-        open, so a starting server's first recall does not share the cores with the build.
+        With `read_index_rows` > 0 and at most that many rows, the in-memory read index is built here for a
+        table of at most `OPEN_BUILD_ROWS` rows; a larger one's build is started by the first search, on a
+        background thread (searches go to LanceDB until it is ready), so a starting server's first recall
+        does not share the cores with a build of several seconds.
         """
         os.environ.setdefault("LANCE_LOG", "error")
         path = Path(path)
@@ -102,6 +105,8 @@ class MemoryStore:
             raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
         store = cls(path, table, dim, embed_model, read_index_rows)
         store.ensure_indexes()
+        if read_index_rows > 0 and table.count_rows() <= OPEN_BUILD_ROWS:
+            store.wait_for_read_index()  # a small table's copy is made in ~0.1 s: every search then reads alike
         return store
 
     # ------------------------------------------------------------------ read index
@@ -129,7 +134,7 @@ class MemoryStore:
 
             release_free_memory()  # the build's scratch buffers (~2x the copy at its peak), not kept resident
         except Exception:  # the index only speeds reads up: without it LanceDB answers (no retry loop)
-            log.warning("read index build failed; searches use LanceDB", exc_info=log.isEnabledFor(logging.DEBUG))
+            log.debug("read index build failed; searches use LanceDB", exc_info=True)
             self._index_off = True
         finally:
             with self._index_lock:

@@ -265,9 +265,6 @@ def test_a_built_index_and_later_writes_search_alike(tmp_path: Path, monkeypatch
 
 
 def test_a_failed_build_leaves_lancedb_answering_without_retrying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=1_000)
-    rows = make_rows(random.Random(11), 10)
-    store.add(rows)
     attempts = []
 
     def broken(*args: object) -> None:
@@ -275,6 +272,9 @@ def test_a_failed_build_leaves_lancedb_answering_without_retrying(tmp_path: Path
         raise OSError("disk went away")
 
     monkeypatch.setattr(readindex.ReadIndex, "build", broken)
+    store = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=1_000)  # small: built (and failing) at open
+    rows = make_rows(random.Random(11), 10)
+    store.add(rows)
     assert not store.wait_for_read_index()
     assert ids(store.vector_search(rows[2].vector, Filter().ids([rows[2].id]), 1)) == [rows[2].id]
     assert not store.wait_for_read_index()
