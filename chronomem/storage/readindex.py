@@ -15,16 +15,16 @@ Kept in step with the table's version, never trusted blindly:
   then the new or changed rows read by id; rows gone (a purge) make it read the whole table again.
 
 Searches whose filter has a clause the index cannot evaluate (`Filter.ops` "sql"), and tables
-larger than `max_rows` (the copy costs ~2 kB of RAM per row), go to LanceDB as before.
+larger than CHRONOMEM_READ_INDEX_ROWS (the copy costs ~2.6 kB of RAM per row), go to LanceDB as before.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from array import array
 import math
 import threading
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -35,8 +35,6 @@ from chronomem.storage.filters import Filter, micros
 
 log = logging.getLogger(__name__)
 
-#: Tables with more rows than this are searched by LanceDB (the copy would cost too much memory).
-DEFAULT_MAX_ROWS = 300_000
 #: BM25 parameters (the usual ones; LanceDB's full-text index uses the same).
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -327,18 +325,16 @@ class ReadIndex:
     # ------------------------------------------------------------------ keeping in step
     def apply(self, data: Any, version: int) -> None:
         """Our own committed write (`data`: the written rows, every column) that made `version`."""
+        import pyarrow as pa
+
         with self._lock:
             ids = data.column("id").to_pylist()
             known = [i for i, memory_id in enumerate(ids) if memory_id in self._pos]
+            fresh = [i for i, memory_id in enumerate(ids) if memory_id not in self._pos]
             if known:
-                import pyarrow as pa
-
                 rows = data.take(pa.array(known)).select(self._result_schema.names).to_pylist()
                 self._replace({self._pos[r["id"]]: r for r in rows})
-            if len(known) < len(ids):
-                fresh = sorted(set(range(len(ids))) - set(known))
-                import pyarrow as pa
-
+            if fresh:
                 self._append(data.take(pa.array(fresh)) if known else data)
             self.version = version
 
@@ -438,9 +434,6 @@ class ReadIndex:
             else:
                 return None
         return keep
-
-    def supports(self, flt: Filter) -> bool:
-        return all(op[0] != "sql" for op in flt.ops)
 
     def vector_search(
         self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False, as_arrays: bool = False
