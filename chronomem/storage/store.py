@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from chronomem.config import DEFAULT_READ_INDEX_ROWS
 from chronomem.errors import StoreError
 from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.storage.commitwatch import CommitWatch
 from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint
 from chronomem.storage.filters import Filter
 from chronomem.storage.schema import (
@@ -61,6 +62,7 @@ class MemoryStore:
         self._index_off = read_index_rows <= 0  # off by setting, or the table outgrew it
         self._index_settled = threading.Event()  # set whenever no build is running
         self._index_settled.set()
+        self._commits = CommitWatch(path / f"{TABLE_NAME}.lance" / "_versions")
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -160,7 +162,10 @@ class MemoryStore:
             self._start_read_index()
             return None
         try:
-            index.catch_up(self._table, SCAN_LIMIT)
+            stamp = self._commits.stamp()
+            if not self._commits.unchanged(stamp):
+                index.catch_up(self._table, SCAN_LIMIT)
+                self._commits.checked(stamp)
         except Exception:
             log.debug("read index catch-up failed; searching LanceDB", exc_info=True)
             return None
@@ -172,6 +177,7 @@ class MemoryStore:
     def _after_write(self, data: Any, version: int | None) -> None:
         """Apply our own write, committed as `version`, to the read index — or, when the index was not at
         the version just before it (someone else wrote too), catch up by diff. `version` None: catch up."""
+        self._commits.forget()
         index = self._read_index
         if index is None:
             return
