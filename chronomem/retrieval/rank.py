@@ -244,15 +244,14 @@ _HEDGES = re.compile(
     r"interesting,? not|blog post|on a forum|(?:old|outdated) (?:wiki|doc|page)|another team|somebody else|"
     r"someone (?:else|suggested|recommended|on)|recommended|while experimenting|tried .{0,80}? but|"
     r"not the (?:real|actual|correct|right)|for comparison|not ours|might|maybe|perhaps|some day|someday|"
-    r"nothing worth|typo fix|reading (?:a|through))\b",
-    re.I,
-)
+    r"nothing worth|typo fix|reading (?:a|through))\b"
+)  # matched against lower-cased text: re.I made the search ~3x slower
 
 
 @lru_cache(maxsize=16384)  # the same memories come back query after query; the pattern is slow per character
 def hedged(text: str) -> bool:
     """A note that mentions a thing without asserting it: a question, a rumour, an experiment, a comparison."""
-    return _HEDGES.search(text) is not None
+    return _HEDGES.search(text.lower()) is not None
 
 
 def _collapse(items: list[Ranked]) -> list[Ranked]:

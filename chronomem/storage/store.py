@@ -376,11 +376,9 @@ class MemoryStore:
         """`vector_search` (with vectors) and `text_search` of one query over the same table version."""
         index = self._index_for_reading()
         if index is not None:
-            with index.lock:
-                dense = index.vector_search(vector, flt, limit, as_arrays=True)
-                lexical = index.text_search(text, flt, limit)
-            if dense is not None and lexical is not None:
-                return dense, lexical
+            found = index.hybrid_search(vector, text, flt, limit)
+            if found is not None:
+                return found
         return self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)
 
     def text_search(
