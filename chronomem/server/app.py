@@ -11,6 +11,7 @@ event loop keeps answering; after each call the consolidator gets its turn.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -127,8 +128,10 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
 
     async def run(fn: Callable[..., R], *args: Any, **kwargs: Any) -> CallToolResult:
         consolidator.call_started()
+        started = time.perf_counter()
         try:
             result = await anyio.to_thread.run_sync(partial(fn, svc, *args, **kwargs), limiter=limiter)
+            log.debug("%s ran in %.1f ms", getattr(fn, "__name__", fn), (time.perf_counter() - started) * 1000)
         except ChronomemError as exc:
             raise ToolError(str(exc)) from None
         except ToolError:

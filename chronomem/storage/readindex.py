@@ -284,7 +284,7 @@ class ReadIndex:
         for offset, memory_id in enumerate(ids):
             self._pos[memory_id] = first + offset
         self._n = end
-        self._chunks.append(data.select(self._result_schema.names).cast(self._result_schema))
+        self._chunks.append(data.select(self._result_schema.names).cast(self._result_schema).combine_chunks())
         self._payload = None
 
     def _replace(self, rows: dict[int, dict[str, Any]]) -> None:
@@ -312,6 +312,26 @@ class ReadIndex:
                 self._chunks = [pa.concat_tables(self._chunks).combine_chunks()]
             self._payload = pa.concat_tables(self._chunks)
         return self._payload
+
+    def _row_values(self, rows: list[int]) -> list[dict[str, Any]]:
+        """The result columns of `rows`, in that order, as dicts: taken from each appended chunk on its own,
+        because a `take` across the chunks of a ChunkedArray first concatenates them (measured: ~6 ms a
+        call at 200k rows once a single write had added a second chunk, against ~0.3 ms)."""
+        import pyarrow as pa
+
+        if not rows:
+            return []
+        self._table()  # folds the chunks when there are too many
+        starts = np.cumsum([0] + [chunk.num_rows for chunk in self._chunks[:-1]])
+        wanted = np.asarray(rows, dtype=np.int64)
+        chunk_of = np.searchsorted(starts, wanted, side="right") - 1
+        out: list[dict[str, Any]] = [{} for _ in rows]
+        for chunk in np.unique(chunk_of).tolist():
+            where = np.flatnonzero(chunk_of == chunk)
+            local = pa.array(wanted[where] - starts[chunk], type=pa.int64())
+            for i, values in zip(where.tolist(), self._chunks[chunk].take(local).to_pylist(), strict=True):
+                out[i] = values
+        return out
 
     def _fold_overrides(self) -> None:
         """Write the changed rows into the Arrow table: one `take` over old rows and their new values."""
@@ -521,15 +541,13 @@ class ReadIndex:
         self, rows: np.ndarray, scores: np.ndarray, with_vectors: bool, as_arrays: bool = False, sort: bool = True
     ) -> list[tuple[MemoryRecord, float]]:
         """The rows as records (each a fresh copy: callers may change them), with their scores, best first."""
-        import pyarrow as pa
-
         wanted = rows.tolist()
         if len(self._built) + len(wanted) > MAX_BUILT:
             self._built.clear()
         missing = [row for row in dict.fromkeys(wanted) if row not in self._built]
         if missing:
             fresh = [row for row in missing if row not in self._overrides]
-            values = self._table().take(pa.array(fresh, type=pa.int64())).to_pylist() if fresh else []
+            values = self._row_values(fresh)
             for row, data in zip(fresh, values, strict=True):
                 self._built[row] = MemoryRecord.from_row(data)
             for row in missing:

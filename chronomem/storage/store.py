@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -77,6 +78,8 @@ class MemoryStore:
         does not share the cores with a build of several seconds.
         """
         os.environ.setdefault("LANCE_LOG", "error")
+        # LanceDB warns on stderr about a future change of its index statistics: quiet by default
+        os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise StoreError(f"store path {path} is a file, not a directory: pass --store with a directory")
@@ -129,9 +132,11 @@ class MemoryStore:
             # NumPy-heavy: imported here, off the start-up path
             from chronomem.storage.readindex import ReadIndex
 
+            started = time.perf_counter()
             index = ReadIndex.build(self._table, self.dim, SCAN_LIMIT)
             index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
+            log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)
             from chronomem.server.malloc import release_free_memory
 
             release_free_memory()  # the build's scratch buffers (~2x the copy at its peak), not kept resident

@@ -81,8 +81,11 @@ def ids(found: list[tuple[MemoryRecord, float]]) -> list[str]:
 def test_vector_search_equals_lancedb_under_every_filter(pair: tuple[MemoryStore, MemoryStore]) -> None:
     indexed, plain = pair
     rng = random.Random(7)
-    indexed.add(make_rows(rng, 400))
+    rows = make_rows(rng, 400)
+    for start in (0, 250, 330, 390):  # four writes: results come from several appended chunks, in score order
+        indexed.add(rows[start : {0: 250, 250: 330, 330: 390, 390: 400}[start]])
     assert indexed.read_index is not None and indexed.read_index.version == indexed._table.version
+    assert len(indexed.read_index._chunks) == 4
     for flt in filters():
         for _ in range(3):
             query = rand_vector(rng)
