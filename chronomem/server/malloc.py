@@ -1,4 +1,5 @@
-"""Capping glibc's malloc arenas in the server process, so memory freed by worker threads is reused.
+"""The server process's memory upkeep: glibc's malloc arenas capped, freed memory handed back, and the
+long-lived heap taken out of the cyclic garbage collector's sight (`settle_heap`).
 
 glibc gives each thread that contends for the allocator its own arena (up to 8 per core) and
 keeps freed memory in it. LanceDB's and onnxruntime's worker threads allocate and free
@@ -55,3 +56,18 @@ def release_free_memory() -> bool:
         return bool(trim(0))
     except (OSError, AttributeError):
         return False
+
+
+def settle_heap() -> None:
+    """After a one-off build of long-lived objects (the read index): collect once, then `gc.freeze()` every
+    object alive, and hand freed memory back (`release_free_memory`).
+
+    Every full collection walks all tracked objects; with a 100k-row read index in the heap, that made each
+    MCP round trip ~2 ms slower (tools/list 3.1 ms frozen against 6.7 ms not, medians). Frozen objects are
+    still freed by reference counting; only cycles among them would wait for `gc.unfreeze()`.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    release_free_memory()

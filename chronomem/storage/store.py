@@ -44,6 +44,9 @@ VERSION_RETENTION = timedelta(hours=1)
 SCAN_LIMIT = 1_000_000
 #: Tables up to this many rows get their read index at open (~0.1 s); larger ones after the first search.
 OPEN_BUILD_ROWS = 2_000
+#: LanceDB's index cache once the read index answers the searches (LanceDB is left with the rare filters the
+#: copy cannot evaluate, mostly scans). Its default, 6 GB, kept what the first searches had loaded.
+LANCE_CACHE_BEHIND_INDEX = 16 * 2**20
 #: Name of the ANN index on `vector` the consolidator builds once the table is large.
 VECTOR_INDEX_NAME = "vector_idx"
 
@@ -64,6 +67,7 @@ class MemoryStore:
         self._index_settled = threading.Event()  # set whenever no build is running
         self._index_settled.set()
         self._commits = CommitWatch(path / f"{TABLE_NAME}.lance" / "_versions")
+        self._session: Any = None  # the LanceDB session whose caches `_table` fills
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -93,12 +97,8 @@ class MemoryStore:
                 f"{path} is not a chronomem store (it holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}): "
                 "point --store / CHRONOMEM_HOME at an empty directory or an existing store"
             )
-        import lancedb
-
         try:
-            # Other processes (another client's server, the CLI) write the same store: check for a
-            # newer table version on every read rather than serving a stale snapshot.
-            db = lancedb.connect(str(path), read_consistency_interval=timedelta(0))
+            db, session = _connect(path)
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
                 cls._check_schema(path, table.schema, dim)
@@ -109,6 +109,7 @@ class MemoryStore:
         except Exception as exc:  # a damaged directory: say so in one line, with the way out
             raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
         store = cls(path, table, dim, embed_model, read_index_rows)
+        store._session = session
         store.ensure_indexes()
         if read_index_rows > 0 and table.count_rows() <= OPEN_BUILD_ROWS:
             store.wait_for_read_index()  # a small table's copy is made in ~0.1 s: every search then reads alike
@@ -116,7 +117,10 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ read index
     def _start_read_index(self) -> None:
-        """Start building the read index in the background unless it is built, building or off."""
+        """Start building the read index in the background unless it is built, building or off.
+
+        Searches call it after LanceDB has answered them: a starting server's first recall then does
+        not share the two cores (and the GIL) with a build of several seconds."""
         with self._index_lock:
             if self._index_off or self._index_building or self._read_index is not None:
                 return
@@ -137,9 +141,17 @@ class MemoryStore:
             index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
             log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)
-            from chronomem.server.malloc import release_free_memory
+            # Let go of the index caches the first searches filled, and of the build's scratch buffers
+            # (~2x the copy at its peak): neither is kept resident. A large copy's objects live as long as
+            # the process: the garbage collector need not walk them again and again (a small table's copy,
+            # made at open, is not worth a full collection there).
+            self._reopen_table(LANCE_CACHE_BEHIND_INDEX)
+            from chronomem.server.malloc import release_free_memory, settle_heap
 
-            release_free_memory()  # the build's scratch buffers (~2x the copy at its peak), not kept resident
+            if index.rows > OPEN_BUILD_ROWS:
+                settle_heap()
+            else:
+                release_free_memory()
         except Exception:  # the index only speeds reads up: without it LanceDB answers (no retry loop)
             log.debug("read index build failed; searches use LanceDB", exc_info=True)
             self._index_off = True
@@ -164,8 +176,7 @@ class MemoryStore:
         """The read index brought to the table's current version, or None (not built, too big, failed)."""
         index = self._read_index
         if index is None:
-            self._start_read_index()
-            return None
+            return None  # the LanceDB search that follows starts the build when it is done
         try:
             stamp = self._commits.stamp()
             if not self._commits.unchanged(stamp):
@@ -202,6 +213,19 @@ class MemoryStore:
         """The table outgrew the read index: LanceDB answers from now on (until the store is opened again)."""
         self._index_off = True
         self._read_index = None
+        self._reopen_table(None)
+        from chronomem.server.malloc import release_free_memory
+
+        release_free_memory()
+
+    def _reopen_table(self, index_cache_bytes: int | None) -> None:
+        """Open the table again on a new LanceDB session whose index cache holds `index_cache_bytes` (None:
+        LanceDB's default). The old handle's caches go with it; calls still running on it finish on it."""
+        try:
+            db, session = _connect(self.path, index_cache_bytes)
+            self._table, self._session = db.open_table(TABLE_NAME), session
+        except Exception:  # the handle in use stays: only its cache size was to change
+            log.debug("reopening the table failed; keeping the open one", exc_info=True)
 
     @staticmethod
     def _check_schema(path: Path, schema: Any, dim: int) -> None:
@@ -338,7 +362,10 @@ class MemoryStore:
             query = query.where(sql)
         if not with_vectors:
             query = query.select(RESULT_COLUMNS)
-        return self._rows(query)
+        try:
+            return self._rows(query)
+        finally:
+            self._start_read_index()
 
     def count(self, flt: Filter | None = None) -> int:
         sql = flt.sql() if flt else None
@@ -353,7 +380,10 @@ class MemoryStore:
             found = index.vector_search(vector, flt, limit, with_vectors)
             if found is not None:
                 return found
-        return self._lance_vector_search(vector, flt, limit, with_vectors)
+        try:
+            return self._lance_vector_search(vector, flt, limit, with_vectors)
+        finally:
+            self._start_read_index()
 
     def _lance_vector_search(
         self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
@@ -384,7 +414,10 @@ class MemoryStore:
             found = index.hybrid_search(vector, text, flt, limit)
             if found is not None:
                 return found
-        return self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)
+        try:
+            return self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)
+        finally:
+            self._start_read_index()
 
     def text_search(
         self, text: str, flt: Filter, limit: int, with_vectors: bool = False
@@ -399,7 +432,10 @@ class MemoryStore:
             found = index.text_search(text, flt, limit, with_vectors)
             if found is not None:
                 return found
-        return self._lance_text_search(text, flt, limit, with_vectors)
+        try:
+            return self._lance_text_search(text, flt, limit, with_vectors)
+        finally:
+            self._start_read_index()
 
     def _lance_text_search(
         self, text: str, flt: Filter, limit: int, with_vectors: bool = False
@@ -513,3 +549,14 @@ class MemoryStore:
         if not wanted:
             return set()
         return {r.id for r in self.find(Filter().ids(wanted), limit=len(wanted))}
+
+
+def _connect(path: Path, index_cache_bytes: int | None = None) -> tuple[Any, Any]:
+    """A LanceDB connection to the store directory and its session (whose caches it fills);
+    `index_cache_bytes` None is LanceDB's default index cache."""
+    import lancedb
+
+    session = lancedb.Session() if index_cache_bytes is None else lancedb.Session(index_cache_size_bytes=index_cache_bytes)
+    # Other processes (another client's server, the CLI) write the same store: check for a newer
+    # table version on every read rather than serving a stale snapshot.
+    return lancedb.connect(str(path), read_consistency_interval=timedelta(0), session=session), session

@@ -1,4 +1,4 @@
-"""The server caps glibc's malloc arenas at start-up, unless MALLOC_ARENA_MAX already says how many."""
+"""Process memory upkeep: malloc arenas capped at start-up (unless MALLOC_ARENA_MAX says), the heap settled after a large build."""
 
 from __future__ import annotations
 
@@ -24,3 +24,32 @@ def test_arenas_are_capped_in_a_fresh_process() -> None:
 
 def test_an_explicit_malloc_arena_max_wins() -> None:
     assert run({"MALLOC_ARENA_MAX": "4"}) == "False"
+
+
+BUILD = """
+import gc, random, sys, tempfile
+from chronomem.records import MemoryRecord, new_id, utcnow
+from chronomem.storage import Filter, MemoryStore
+rows = int(sys.argv[1])
+rng = random.Random(1)
+with tempfile.TemporaryDirectory() as tmp:
+    plain = MemoryStore.open(tmp, 8, "test", read_index_rows=0)
+    plain.add([MemoryRecord(id=new_id(), kind="chunk", project="p", content=f"note {i}", embed_model="test",
+                            valid_at=utcnow(), created_at=utcnow(), vector=[rng.gauss(0, 1) for _ in range(8)]) for i in range(rows)])
+    store = MemoryStore.open(tmp, 8, "test", read_index_rows=100_000)
+    store.text_search("note", Filter(), 3)
+    assert store.wait_for_read_index(120)
+    print(gc.get_freeze_count() > 0)
+"""
+
+
+def frozen_after_build(rows: int) -> str:
+    out = subprocess.run([sys.executable, "-c", BUILD, str(rows)], capture_output=True, text=True, timeout=120, check=True)
+    return out.stdout.strip()
+
+
+def test_a_large_read_index_build_takes_the_heap_out_of_the_collectors_sight() -> None:
+    from chronomem.storage.store import OPEN_BUILD_ROWS
+
+    assert frozen_after_build(OPEN_BUILD_ROWS + 50) == "True"
+    assert frozen_after_build(50) == "False"  # a small copy, made at open, is not worth a full collection

@@ -15,6 +15,7 @@ import pytest
 from chronomem.config import DEFAULT_READ_INDEX_ROWS, Settings
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.storage import Filter, MemoryStore, readindex
+from chronomem.storage.store import LANCE_CACHE_BEHIND_INDEX, OPEN_BUILD_ROWS
 
 DIM = 16
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -282,3 +283,24 @@ def test_a_failed_build_leaves_lancedb_answering_without_retrying(tmp_path: Path
     assert ids(store.vector_search(rows[2].vector, Filter().ids([rows[2].id]), 1)) == [rows[2].id]
     assert not store.wait_for_read_index()
     assert len(attempts) == 1
+
+
+def test_once_the_index_answers_lancedb_keeps_only_a_small_cache(tmp_path: Path) -> None:
+    """A table too big to be copied at open is searched by LanceDB first (its index caches fill); once the
+    copy is built the table is reopened on a session with a small index cache, and everything still works."""
+    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    rng = random.Random(12)
+    rows = make_rows(rng, OPEN_BUILD_ROWS + 100)
+    plain.add(rows)
+    indexed = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    assert indexed.read_index is None
+    first_session = indexed._session
+    query = rand_vector(rng)
+    assert ids(indexed.vector_search(query, Filter(), 10)) == ids(plain.vector_search(query, Filter(), 10))
+    assert indexed.wait_for_read_index()
+    assert indexed._session is not first_session
+    fact = rows[0].copy(id=new_id(), kind="fact", subject="api", predicate="port", object="8080", expired_at=None)
+    indexed.add([fact])
+    slot = Filter().slot("api", "port")  # LanceDB answers this one, on the reopened table
+    assert ids(indexed.vector_search(fact.vector, slot, 5)) == [fact.id]
+    assert indexed._session.size_bytes <= LANCE_CACHE_BEHIND_INDEX
