@@ -29,7 +29,7 @@ DEFAULT_BRIEF_TOKENS = 1_500
 #: Smallest and largest budget a brief accepts: below the minimum not even its heading fits.
 MIN_BRIEF_TOKENS = 50
 MAX_BRIEF_TOKENS = 100_000
-#: Largest table searched from the in-memory read index (storage/readindex.py, ~2.6 kB of RAM per row);
+#: Largest table searched from the in-memory read index (storage/readindex.py, ~1.5 kB of RAM per row);
 #: larger ones are searched by LanceDB. CHRONOMEM_READ_INDEX_ROWS; 0 turns the index off.
 DEFAULT_READ_INDEX_ROWS = 300_000
 

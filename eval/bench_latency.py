@@ -148,10 +148,10 @@ REMEDIES: dict[str, str] = {
     ),
     "server RSS": (
         "Before the read index the server held ~500 MB at 100k: imports (mcp, pyarrow, lancedb) ~165 MB, the "
-        "ONNX model ~160 MB, onnxruntime's arena, LanceDB's caches. The read index adds ~2.5–3 kB a row (float32 "
-        "vectors 1.5 kB, result columns, postings, id map). What would close it: vectors as float16 or int8 with "
-        "a blocked float32 product, and a lower CHRONOMEM_READ_INDEX_ROWS on small machines (it trades memory "
-        "for latency; 0 turns it off)."
+        "ONNX model ~160 MB, onnxruntime's arena, LanceDB's caches. The read index adds ~1.5 kB a row (int8 "
+        "vectors 0.4 kB, their float32 rows spilled to a file in the store directory, result columns, postings, "
+        "id map). What would close the rest: a smaller onnxruntime arena, fewer made records kept, and a lower "
+        "CHRONOMEM_READ_INDEX_ROWS on small machines (it trades memory for latency; 0 turns it off)."
     ),
 }
 

@@ -3,7 +3,8 @@
 LanceDB stays the store of record. A recall used to cost two LanceDB queries (the filtered ANN
 search and the filtered full-text search, ~50 ms at 100k rows, each re-reading the table's state);
 this copy answers both in a few milliseconds: the filter columns as NumPy arrays, the normalised
-vectors as one float32 matrix (an exact dot product over every row: no ANN recall loss), an
+vectors as a `DenseMatrix` (int8 codes in memory, float32 rows spilled to an unnamed file in the store
+directory; its top-k is exact: no ANN recall loss), an
 inverted index of the content's terms scored with BM25 (`retrieval.terms`, so code identifiers,
 paths and camelCase are matched whole and split), and the result columns as one Arrow table.
 
@@ -15,7 +16,7 @@ Kept in step with the table's version, never trusted blindly:
   then the new or changed rows read by id; rows gone (a purge) make it read the whole table again.
 
 Searches whose filter has a clause the index cannot evaluate (`Filter.ops` "sql"), and tables
-larger than CHRONOMEM_READ_INDEX_ROWS (the copy costs ~2.6 kB of RAM per row), go to LanceDB as before.
+larger than CHRONOMEM_READ_INDEX_ROWS (the copy costs ~1.5 kB of RAM per row), go to LanceDB as before.
 
 Building one puts the process's BLAS on one thread (`one_blas_thread`): the dense search is a
 memory-bound matrix-vector product that a second thread barely speeds up, while OpenBLAS's idle
@@ -30,11 +31,13 @@ import math
 import threading
 from array import array
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from chronomem.records import MemoryRecord
+from chronomem.storage.densematrix import DenseMatrix
 from chronomem.storage.filters import Filter, micros
 
 log = logging.getLogger(__name__)
@@ -53,7 +56,7 @@ BUILD_BATCH = 8_192
 #: Postings of recent rows kept in per-term lists before they are merged into the sorted block.
 TAIL_FOLD = 50_000
 #: Records kept made (without vectors) for rows searches returned before; cleared when full.
-MAX_BUILT = 20_000
+MAX_BUILT = 5_000
 #: Appended Arrow chunks (one per write) before they are combined into one.
 MAX_CHUNKS = 64
 
@@ -174,10 +177,11 @@ class _Postings:
 class ReadIndex:
     """The copy of one table; thread-safe (one lock around syncing and searching)."""
 
-    def __init__(self, dim: int, schema: Any) -> None:
+    def __init__(self, dim: int, schema: Any, spill_dir: Path | None = None) -> None:
         import pyarrow as pa
 
         self.dim = dim
+        self._spill_dir = spill_dir
         self._result_schema = pa.schema([schema.field(name) for name in schema.names if name != "vector"])
         self._lock = threading.RLock()
         self._clear()
@@ -189,7 +193,10 @@ class ReadIndex:
         self._n = 0
         self._pos: dict[str, int] = {}
         cap = 1024
-        self._vectors = np.zeros((cap, dim), dtype=np.float32)
+        previous = getattr(self, "_dense", None)
+        if previous is not None:
+            previous.close()
+        self._dense = DenseMatrix(dim, self._spill_dir)
         self._times = {name: np.zeros(cap, dtype=np.int64) for name in _TIMES}
         self._salience = np.zeros(cap, dtype=np.float32)
         self._alive = np.zeros(cap, dtype=bool)
@@ -207,10 +214,11 @@ class ReadIndex:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(cls, table: Any, dim: int, scan_limit: int) -> ReadIndex:
-        """Read every row of the LanceDB `table` (one scan) into a new index."""
+    def build(cls, table: Any, dim: int, scan_limit: int, spill_dir: Path | None = None) -> ReadIndex:
+        """Read every row of the LanceDB `table` (one scan) into a new index (float32 vectors spilled to an
+        unnamed file in `spill_dir`, see `DenseMatrix`)."""
         one_blas_thread()
-        index = cls(dim, table.schema)
+        index = cls(dim, table.schema, spill_dir)
         version = table.version
         with index._lock:
             index._load(table, scan_limit)
@@ -238,7 +246,6 @@ class ReadIndex:
             out[: self._n] = a[: self._n]
             return out
 
-        self._vectors = grown(self._vectors)
         self._times = {k: grown(v) for k, v in self._times.items()}
         for name in ("_salience", "_alive", "_revision", "_has_paths", "_project", "_kind", "_lengths"):
             setattr(self, name, grown(getattr(self, name)))
@@ -268,7 +275,7 @@ class ReadIndex:
         matrix = flat.reshape(count, self.dim)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        self._vectors[first:end] = matrix / norms
+        self._dense.append(matrix / norms)
         for name in _TIMES:
             self._times[name][first:end] = _micros_column(data, name)
         salience = data.column("salience").to_numpy(zero_copy_only=False)
@@ -501,10 +508,8 @@ class ReadIndex:
         norm = float(np.linalg.norm(query))
         if norm:
             query = query / norm
-        scores = self._vectors[: self._n] @ query
-        scores[~keep] = -np.inf
-        rows = _top(scores, limit, int(keep.sum()))
-        return self._records(rows, scores, with_vectors, as_arrays)
+        rows, scores, vectors = self._dense.top(query, keep, limit)
+        return self._records(rows, scores, with_vectors, as_arrays, vectors=vectors)
 
     def _matching(self, keep: np.ndarray, text: str, limit: int, with_vectors: bool) -> list[tuple[MemoryRecord, float]]:
         n = self._n
@@ -525,7 +530,7 @@ class ReadIndex:
         scores[~keep] = 0.0
         matched = int((scores > 0).sum())
         rows = _top(np.where(scores > 0, scores, -np.inf), limit, matched)
-        return self._records(rows, scores, with_vectors)
+        return self._records(rows, scores[rows], with_vectors)
 
     def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None:
         """Rows passing `flt` in the order they were added (as a LanceDB scan), or None if `flt` is not evaluable."""
@@ -534,13 +539,20 @@ class ReadIndex:
             if keep is None:
                 return None
             rows = np.flatnonzero(keep)[:limit]
-            ordered = self._records(rows, np.zeros(self._n, dtype=np.float32), with_vectors, sort=False)
+            ordered = self._records(rows, np.zeros(len(rows), dtype=np.float32), with_vectors, sort=False)
             return [record for record, _ in ordered]
 
     def _records(
-        self, rows: np.ndarray, scores: np.ndarray, with_vectors: bool, as_arrays: bool = False, sort: bool = True
+        self,
+        rows: np.ndarray,
+        scores: np.ndarray,
+        with_vectors: bool,
+        as_arrays: bool = False,
+        sort: bool = True,
+        vectors: np.ndarray | None = None,
     ) -> list[tuple[MemoryRecord, float]]:
-        """The rows as records (each a fresh copy: callers may change them), with their scores, best first."""
+        """The rows as records (each a fresh copy: callers may change them) with their scores (aligned with
+        `rows`), best first. `vectors`: the rows' float32 vectors when the caller has them already."""
         wanted = rows.tolist()
         if len(self._built) + len(wanted) > MAX_BUILT:
             self._built.clear()
@@ -553,18 +565,20 @@ class ReadIndex:
             for row in missing:
                 if row in self._overrides:
                     self._built[row] = MemoryRecord.from_row(self._overrides[row])
+        if (as_arrays or with_vectors) and vectors is None:
+            vectors = self._dense.rows(rows)
+        if as_arrays and vectors is not None:
+            vectors.flags.writeable = False
         out = []
-        for row in wanted:
+        for i, row in enumerate(wanted):
             record = copy.copy(self._built[row])
             for name in ("source_ids", "tags", "paths"):
                 setattr(record, name, list(getattr(record, name)))
             if as_arrays:
-                view = self._vectors[row]
-                view.flags.writeable = False
-                record.vector = view  # type: ignore[assignment]
+                record.vector = vectors[i]  # type: ignore[assignment,index]
             elif with_vectors:
-                record.vector = self._vectors[row].tolist()
-            out.append((record, float(scores[row])))
+                record.vector = vectors[i].tolist()  # type: ignore[index]
+            out.append((record, float(scores[i])))
         if sort:
             out.sort(key=lambda pair: (-pair[1], pair[0].id))
         return out

@@ -137,7 +137,7 @@ class MemoryStore:
             from chronomem.storage.readindex import ReadIndex
 
             started = time.perf_counter()
-            index = ReadIndex.build(self._table, self.dim, SCAN_LIMIT)
+            index = ReadIndex.build(self._table, self.dim, SCAN_LIMIT, spill_dir=self.path)
             index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
             log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)

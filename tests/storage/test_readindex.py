@@ -271,7 +271,7 @@ def test_a_built_index_and_later_writes_search_alike(tmp_path: Path, monkeypatch
 def test_a_failed_build_leaves_lancedb_answering_without_retrying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     attempts = []
 
-    def broken(*args: object) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         attempts.append(args)
         raise OSError("disk went away")
 

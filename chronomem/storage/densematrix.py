@@ -1,0 +1,163 @@
+"""`DenseMatrix`: the read index's vectors, for an exact top-k by cosine at a quarter of the memory.
+
+Held in memory as int8 codes with one scale per row (a row's largest component maps to ±127),
+~0.4 kB a row instead of 1.5 kB of float32. The float32 rows themselves are written to an unnamed
+temporary file in the store's directory and read back with `pread` only for the few rows a search
+needs: they live in the operating system's page cache (shared, evictable), not in the process.
+
+A search is exact, not approximate: every row's product with the query is computed from its
+codes, converted a block at a time (int8 → float32 is a fast cast, then one BLAS product per
+block: about as fast as the float32 product, which is bound by memory); rounding moves a row's
+product by at most `scale / 2 · Σ|query|`. The best candidates by that estimate are re-scored
+from their float32 rows, and any row whose estimate plus its bound could still reach the
+`limit`-th exact score is re-scored too, so the result is the exact top-k.
+
+Without `os.pread` (Windows) or a writable store directory the float32 rows stay in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: Rows converted from int8 per BLAS call (the float32 block stays in the CPU caches).
+BLOCK_ROWS = 4096
+#: Candidates re-scored exactly before the bound check: `OVERSAMPLE` times `limit`, at least `limit` + `MIN_EXTRA`.
+OVERSAMPLE = 4
+MIN_EXTRA = 64
+#: Slack added to each row's rounding bound for float32 accumulation error.
+SLACK = 1e-5
+
+
+class DenseMatrix:
+    """Unit-length vectors by row number: int8 codes and scales in memory, float32 rows in a spill file."""
+
+    def __init__(self, dim: int, spill_dir: Path | None = None) -> None:
+        self.dim = dim
+        self.n = 0
+        cap = 1024
+        self._codes = np.zeros((cap, dim), dtype=np.int8)
+        self._scales = np.zeros(cap, dtype=np.float32)
+        self._block = np.empty((BLOCK_ROWS, dim), dtype=np.float32)
+        self._file: Any = None
+        self._exact: np.ndarray | None = None  # float32 rows when there is no spill file
+        if spill_dir is not None and hasattr(os, "pread"):
+            try:
+                self._file = tempfile.TemporaryFile(prefix="chronomem-vectors-", dir=spill_dir)
+            except OSError as exc:
+                log.debug("no spill file in %s (%s): float32 rows stay in memory", spill_dir, exc)
+        if self._file is None:
+            self._exact = np.zeros((cap, dim), dtype=np.float32)
+
+    @property
+    def spilled(self) -> bool:
+        """True when the float32 rows live in the spill file, not in the process."""
+        return self._file is not None
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def append(self, rows: np.ndarray) -> None:
+        """Add unit-length float32 rows (zero rows allowed) after the last one."""
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+        count = rows.shape[0]
+        first, end = self.n, self.n + count
+        self._grow(end)
+        peak = np.abs(rows).max(axis=1) if count else np.zeros(0, dtype=np.float32)
+        scales = (peak / np.float32(127.0)).astype(np.float32)  # a zero row: scale 0, codes 0, exact
+        codes = np.zeros_like(rows)
+        np.divide(rows, scales[:, None], out=codes, where=scales[:, None] > 0)
+        self._codes[first:end] = np.clip(np.rint(codes), -127, 127).astype(np.int8)
+        self._scales[first:end] = scales
+        if self._file is not None:
+            os.pwrite(self._file.fileno(), rows.tobytes(), first * self.dim * 4)
+        else:
+            assert self._exact is not None
+            self._exact[first:end] = rows
+        self.n = end
+
+    def _grow(self, need: int) -> None:
+        cap = len(self._scales)
+        if need <= cap:
+            return
+        cap = max(need, cap * 2)
+        self._codes = _resized(self._codes, cap)
+        self._scales = _resized(self._scales, cap)
+        if self._exact is not None:
+            self._exact = _resized(self._exact, cap)
+
+    def rows(self, indices: np.ndarray) -> np.ndarray:
+        """The float32 rows at `indices`, in that order (a fresh array)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        if self._exact is not None:
+            return self._exact[indices]
+        out = np.empty((len(indices), self.dim), dtype=np.float32)
+        width = self.dim * 4
+        fd = self._file.fileno()
+        for i, row in enumerate(indices.tolist()):
+            out[i] = np.frombuffer(os.pread(fd, width, row * width), dtype=np.float32)
+        return out
+
+    def estimates(self, query: np.ndarray) -> np.ndarray:
+        """Every row's product with `query` from its int8 codes (within `bounds` of the exact product)."""
+        out = np.empty(self.n, dtype=np.float32)
+        for start in range(0, self.n, BLOCK_ROWS):
+            end = min(start + BLOCK_ROWS, self.n)
+            block = self._block[: end - start]
+            np.copyto(block, self._codes[start:end], casting="unsafe")
+            np.dot(block, query, out=out[start:end])
+        out *= self._scales[: self.n]
+        return out
+
+    def bounds(self, query: np.ndarray) -> np.ndarray:
+        """Per row, the most its estimate can differ from its exact product with `query`."""
+        return self._scales[: self.n] * np.float32(0.5 * float(np.abs(query).sum())) + np.float32(SLACK)
+
+    def top(self, query: np.ndarray, keep: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The exact top-`limit` rows among `keep` by product with the unit `query`, best first:
+        (row numbers, exact scores, their float32 rows)."""
+        query = np.ascontiguousarray(query, dtype=np.float32)
+        available = int(keep[: self.n].sum())
+        k = min(limit, available)
+        if k <= 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), np.empty((0, self.dim), np.float32)
+        estimate = self.estimates(query)
+        estimate[~keep[: self.n]] = -np.inf
+        first = _best(estimate, min(available, max(OVERSAMPLE * limit, limit + MIN_EXTRA)))
+        vectors = self.rows(first)
+        exact = vectors @ query
+        if len(first) < available:  # rows left out whose estimate could still reach the k-th exact score
+            kth = np.partition(exact, len(exact) - k)[len(exact) - k]
+            reach = estimate + self.bounds(query) >= kth
+            reach[first] = False
+            more = np.flatnonzero(reach)
+            if len(more):
+                extra = self.rows(more)
+                first = np.concatenate([first, more])
+                vectors = np.concatenate([vectors, extra])
+                exact = np.concatenate([exact, extra @ query])
+        order = np.lexsort((first, -exact))[:k]  # best first; equal scores by row number
+        return first[order], exact[order], vectors[order]
+
+
+def _best(scores: np.ndarray, m: int) -> np.ndarray:
+    """Indices of the `m` highest finite scores (any order)."""
+    if m >= len(scores):
+        found = np.arange(len(scores))
+    else:
+        found = np.argpartition(-scores, m - 1)[:m]
+    return found[np.isfinite(scores[found])]
+
+
+def _resized(array: np.ndarray, rows: int) -> np.ndarray:
+    grown = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown
