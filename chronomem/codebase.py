@@ -179,6 +179,31 @@ def _dotgit_parent(start: Path) -> Path | None:
     return None
 
 
+# Each `git rev-parse` is a process start (~1.5 ms), and remember asked twice per call (the repository, then
+# HEAD). Both answers are kept while the files they come from are the same files (inode, mtime, size).
+_codebases: dict[Path, tuple[tuple[object, ...], Codebase]] = {}
+_heads: dict[Path, tuple[tuple[object, ...], str]] = {}
+_git_cache_lock = threading.Lock()
+#: Entries of each of those caches before it is cleared.
+MAX_CACHED_REPOS = 256
+
+
+def _file_key(path: Path) -> tuple[int, int, int] | None:
+    """Identity of the file at `path` now (inode, mtime, size); None when it is missing."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _remember(cache: dict[Path, tuple[tuple[object, ...], object]], where: Path, key: tuple[object, ...], value: object) -> None:
+    with _git_cache_lock:
+        if len(cache) >= MAX_CACHED_REPOS:
+            cache.clear()
+        cache[where] = (key, value)
+
+
 @dataclass(frozen=True)
 class RefTime:
     """A ref resolved in the project's repository: the commit it names and that commit's committer time."""
@@ -205,6 +230,8 @@ class Codebase:
     root: Path  # the repository's top level, or the directory when it is not in a repository
     is_repo: bool
     git_missing: bool = False
+    git_dir: Path | None = None  # this worktree's git directory (HEAD lives here)
+    common_dir: Path | None = None  # the repository's shared git directory (refs, packed-refs)
 
     @classmethod
     def at(cls, workdir: str | os.PathLike[str] | None) -> Codebase | None:
@@ -217,15 +244,34 @@ class Codebase:
             return None
         if not here.is_dir():
             return None
+        dotgit = _dotgit_parent(here)
+        try:  # the answer holds while the nearest .git is the same entry (a `git init` makes a new one)
+            key: tuple[object, ...] | None = (dotgit, _file_key(dotgit / ".git") if dotgit else None)
+        except OSError:
+            key = None
+        if key is not None:
+            known = _codebases.get(here)
+            if known is not None and known[0] == key:
+                return known[1]
+        found = cls._look(here, dotgit)
+        if key is not None and not found.git_missing:
+            _remember(_codebases, here, key, found)  # type: ignore[arg-type]
+        return found
+
+    @classmethod
+    def _look(cls, here: Path, dotgit: Path | None) -> Codebase:
         try:
-            out = git(["rev-parse", "--show-toplevel"], here)
+            out = git(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"], here)
         except GitUnavailable as exc:
-            found = _dotgit_parent(here)
             missing = str(exc) == "git is not installed"
-            return cls(here, found or here, is_repo=False, git_missing=missing)
-        top = out.stdout.decode(errors="surrogateescape").strip() if out.returncode == 0 else ""
-        if top:
-            return cls(here, Path(os.path.realpath(top)), is_repo=True)
+            return cls(here, dotgit or here, is_repo=False, git_missing=missing)
+        lines = out.stdout.decode(errors="surrogateescape").splitlines() if out.returncode == 0 else []
+        if len(lines) >= 3 and lines[0].strip():
+            git_dir = Path(lines[1].strip())
+            common = Path(lines[2].strip())
+            common = common if common.is_absolute() else here / common
+            return cls(here, Path(os.path.realpath(lines[0].strip())), is_repo=True, git_dir=git_dir,
+                       common_dir=Path(os.path.realpath(common)))
         return cls(here, here, is_repo=False)
 
     # ------------------------------------------------------------------ git
@@ -233,12 +279,41 @@ class Codebase:
         """The commit HEAD names now (full sha), or None: no repository, no commit yet, or no git."""
         if not self.is_repo:
             return None
+        key = self._head_key()
+        if key is not None:
+            known = _heads.get(self.root)
+            if known is not None and known[0] == key:
+                return known[1]
         try:
             out = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], self.root)
         except GitUnavailable:
             return None
         sha = out.stdout.decode(errors="replace").strip()
-        return sha if out.returncode == 0 and _HEX.match(sha) else None
+        if out.returncode != 0 or not _HEX.match(sha):
+            return None
+        if key is not None:
+            _remember(_heads, self.root, key, sha)  # type: ignore[arg-type]
+        return sha
+
+    def _head_key(self) -> tuple[object, ...] | None:
+        """What HEAD's commit depends on: HEAD's text and the files of the ref it names (each replaced, never
+        edited in place, by git). None — ask git — when a file changed within `RACY_SECONDS` (coarse
+        timestamps), under the reftable format, or when anything cannot be read."""
+        if self.git_dir is None or self.common_dir is None or (self.common_dir / "reftable").exists():
+            return None
+        head = self.git_dir / "HEAD"
+        try:
+            text = head.read_text(errors="surrogateescape")
+            files = [head]
+            if text.startswith("ref:"):
+                files += [self.common_dir / text[4:].strip(), self.common_dir / "packed-refs"]
+            keys = [_file_key(f) for f in files]
+        except OSError:
+            return None
+        settled = time.time_ns() - int(RACY_SECONDS * 1e9)
+        if any(k is not None and k[1] > settled for k in keys):
+            return None
+        return (text, *keys)
 
     def resolve_ref(self, ref: str) -> RefTime:
         """The commit `ref` names (a sha or its prefix, tag, branch, `HEAD~2`…) and its committer time."""

@@ -242,3 +242,58 @@ def test_anchor_tags_round_trip_and_stay_internal() -> None:
     updated = with_anchors(tags, {"README.md": "c" * 40})
     assert anchors_of(updated) == {"src/a=b.py": "a" * 40, "README.md": "c" * 40}
     assert user_tags(updated) == ["infra"] and "cm:seen:2024-01-01T00:00:00Z" in updated
+
+
+# ---------------------------------------------------------------------------- git answers kept
+
+
+def counting_git(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Record each `git` command chronomem runs (they still run)."""
+    calls: list[list[str]] = []
+    real = codebase.git
+
+    def counted(args: list[str], cwd: str | os.PathLike[str]) -> object:
+        calls.append(args)
+        return real(args, cwd)
+
+    monkeypatch.setattr(codebase, "git", counted)
+    return calls
+
+
+def backdate(*paths: Path, seconds: float = 60) -> None:
+    """As if the files had last changed a minute ago (outside the racy window)."""
+    for path in paths:
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
+
+
+def test_the_repository_and_head_are_asked_of_git_once_while_nothing_moves(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = counting_git(monkeypatch)
+    backdate(repo.root / ".git" / "HEAD", repo.root / ".git" / "refs" / "heads" / "main")
+    first = Codebase.at(repo.root / "src")
+    assert first is not None and first.is_repo and first.head() == repo.head()
+    asked = len(calls)
+    again = Codebase.at(repo.root / "src")
+    assert again == first and again.head() == repo.head()
+    assert len(calls) == asked, "no git process for an unchanged repository"
+
+    moved = repo.commit("second", "2024-04-02T09:00:00Z")  # HEAD's branch now names another commit
+    assert Codebase.at(repo.root / "src").head() == moved
+    backdate(repo.root / ".git" / "refs" / "heads" / "main")
+    assert Codebase.at(repo.root / "src").head() == moved
+    repo.git("checkout", "-q", "--detach", "HEAD~1")
+    backdate(repo.root / ".git" / "HEAD")
+    assert Codebase.at(repo.root / "src").head() != moved
+
+
+def test_a_directory_that_becomes_a_repository_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolated_git(monkeypatch)
+    plain = tmp_path / "later"
+    plain.mkdir()
+    before = Codebase.at(plain)
+    assert before is not None and not before.is_repo
+    GitRepo(plain)
+    after = Codebase.at(plain)
+    assert after is not None and after.is_repo and after.root == plain.resolve()
