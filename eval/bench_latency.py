@@ -123,21 +123,25 @@ REMEDIES: dict[str, str] = {
         "do not share the cores). An int8-quantised MiniLM loads and runs ~2× faster."
     ),
     "remember e2e": (
-        "In-process remember is ~40% embedding the text and ~50% the LanceDB commit (a data file and a manifest "
-        "per call); the read index applies the written row in ~1 ms. Between calls the server's consolidator "
-        "extracts facts and writes salience, which the next call can wait behind on 2 cores."
+        "In-process remember is ~30% embedding the text and ~50% the LanceDB commit (a data file and a manifest "
+        "per call); the read index applies the written row in ~1 ms; git's answers (repository, HEAD) are kept "
+        "while the repository does not move. Between calls the server's consolidator extracts facts and writes "
+        "salience, which the next call can wait behind on 2 cores. What would close the rest: an int8-quantised "
+        "MiniLM (~2× faster embedding), and concurrent remembers grouped into one commit."
     ),
     "recall e2e": (
-        "Up to 300k rows the read index answers both searches (exact dot product over every vector plus BM25 "
-        "postings, ~10 ms at 100k quiet) and the rest is the query embedding (~4 ms quiet), ranking (~5 ms), "
-        "one LanceDB version check, and over MCP the protocol (tools/list column) plus the consolidator's "
-        "salience commit after each recall. Above 300k (1M here) LanceDB's ANN and full-text indexes answer. "
-        "What would close more: salience hits batched instead of one commit per recall, records kept made "
-        "between recalls, an IVF partition of the in-memory matrix above ~200k rows."
+        "Up to 300k rows the read index answers both searches: the int8 product over every row with exact "
+        "re-scoring (~1/3 of a recall at 100k), BM25 postings (~15%), the query embedding (~20%), the candidate "
+        "records (~15%) and ranking (~8%) (py-spy in the server, 100k); a table version check is one stat of "
+        "the _versions folder. Over MCP the protocol adds the tools/list column (the Python SDK client's "
+        "validation included). Above 300k (1M here) LanceDB's ANN and full-text indexes answer. What would close "
+        "more: an int8-quantised MiniLM (~2× faster query embedding), an IVF partition of the in-memory matrix "
+        "(for 1M: the matrix is a quarter of float32's size now, but the index stops at 300k rows)."
     ),
     "recall / brute force": (
-        "The reference is the query embedding plus one matrix product; recall adds the full-text search, "
-        "building ~100 candidate records, ranking and the version check (see recall e2e)."
+        "The reference is the query embedding plus one float32 matrix product with BLAS on every core; recall adds "
+        "the full-text search, building ~100 candidate records and ranking (see recall e2e), and its own product "
+        "runs on one BLAS thread (faster inside a whole recall: the idle threads slowed the embedding)."
     ),
     "bulk import": (
         "Embedding is the whole cost (the write path alone runs at ~17k rows/s): on a quiet machine the 1k step "
@@ -147,11 +151,11 @@ REMEDIES: dict[str, str] = {
         "embed them in the background."
     ),
     "server RSS": (
-        "Before the read index the server held ~500 MB at 100k: imports (mcp, pyarrow, lancedb) ~165 MB, the "
-        "ONNX model ~160 MB, onnxruntime's arena, LanceDB's caches. The read index adds ~1.5 kB a row (int8 "
-        "vectors 0.4 kB, their float32 rows spilled to a file in the store directory, result columns, postings, "
-        "id map). What would close the rest: a smaller onnxruntime arena, fewer made records kept, and a lower "
-        "CHRONOMEM_READ_INDEX_ROWS on small machines (it trades memory for latency; 0 turns it off)."
+        "The base server holds ~330 MB: imports (mcp, pyarrow, lancedb) and the ONNX model with onnxruntime's "
+        "arena. The read index adds ~1.5 kB a row (int8 vectors 0.4 kB with their float32 rows spilled to an "
+        "unnamed file in the store directory, result columns, postings, id map, 5,000 made records); LanceDB's "
+        "index cache is cut to 16 MB once the copy answers. CHRONOMEM_READ_INDEX_ROWS lowers the copy's reach "
+        "on small machines (it trades memory for latency; 0 turns it off)."
     ),
 }
 
