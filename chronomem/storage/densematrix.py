@@ -89,10 +89,10 @@ class DenseMatrix:
         if need <= cap:
             return
         cap = max(need, cap * 2)
-        self._codes = _resized(self._codes, cap)
-        self._scales = _resized(self._scales, cap)
+        self._codes = resized(self._codes, cap)
+        self._scales = resized(self._scales, cap)
         if self._exact is not None:
-            self._exact = _resized(self._exact, cap)
+            self._exact = resized(self._exact, cap)
 
     def rows(self, indices: np.ndarray) -> np.ndarray:
         """The float32 rows at `indices`, in that order (a fresh array)."""
@@ -157,7 +157,8 @@ def _best(scores: np.ndarray, m: int) -> np.ndarray:
     return found[np.isfinite(scores[found])]
 
 
-def _resized(array: np.ndarray, rows: int) -> np.ndarray:
+def resized(array: np.ndarray, rows: int) -> np.ndarray:
+    """`array` with `rows` rows: its own first, zeros after (a growing buffer's next size)."""
     grown = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
     grown[: len(array)] = array
     return grown

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from chronomem.records import UTC, MemoryRecord
-from chronomem.storage.densematrix import DenseMatrix
+from chronomem.storage.densematrix import DenseMatrix, resized
 from chronomem.storage.filters import Filter, micros
 
 log = logging.getLogger(__name__)
@@ -242,15 +242,9 @@ class ReadIndex:
         if need <= cap:
             return
         new_cap = max(need, cap * 2)
-
-        def grown(a: np.ndarray) -> np.ndarray:
-            out = np.zeros((new_cap,) + a.shape[1:], dtype=a.dtype)
-            out[: self._n] = a[: self._n]
-            return out
-
-        self._times = {k: grown(v) for k, v in self._times.items()}
+        self._times = {k: resized(v, new_cap) for k, v in self._times.items()}
         for name in ("_salience", "_alive", "_revision", "_has_paths", "_project", "_kind", "_lengths"):
-            setattr(self, name, grown(getattr(self, name)))
+            setattr(self, name, resized(getattr(self, name), new_cap))
 
     def _code(self, column: str, value: str) -> int:
         codes = self._codes[column]
