@@ -78,7 +78,10 @@ class DenseMatrix:
         self._codes[first:end] = np.clip(np.rint(codes), -127, 127).astype(np.int8)
         self._scales[first:end] = scales
         if self._file is not None:
-            os.pwrite(self._file.fileno(), rows.tobytes(), first * self.dim * 4)
+            data, offset = memoryview(rows.tobytes()), first * self.dim * 4
+            while data:  # a write may take fewer bytes than offered
+                written = os.pwrite(self._file.fileno(), data, offset)
+                data, offset = data[written:], offset + written
         else:
             assert self._exact is not None
             self._exact[first:end] = rows
@@ -103,7 +106,10 @@ class DenseMatrix:
         width = self.dim * 4
         fd = self._file.fileno()
         for i, row in enumerate(indices.tolist()):
-            out[i] = np.frombuffer(os.pread(fd, width, row * width), dtype=np.float32)
+            data = os.pread(fd, width, row * width)
+            if len(data) != width:
+                raise OSError(f"the spilled vectors end before row {row}")
+            out[i] = np.frombuffer(data, dtype=np.float32)
         return out
 
     def estimates(self, query: np.ndarray) -> np.ndarray:

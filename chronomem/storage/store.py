@@ -11,10 +11,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chronomem.config import DEFAULT_READ_INDEX_ROWS
 from chronomem.errors import StoreError
@@ -33,6 +33,8 @@ from chronomem.storage.schema import (
 
 if TYPE_CHECKING:
     from chronomem.storage.readindex import ReadIndex
+
+_Found = TypeVar("_Found")
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +192,20 @@ class MemoryStore:
             return None
         return index
 
+    def _from_index(self, search: Callable[[ReadIndex], _Found | None]) -> _Found | None:
+        """`search` on the read index brought up to date; None when there is no index, it cannot evaluate the
+        filter, or the search failed (an unreadable spill file, say): then LanceDB answers from now on."""
+        index = self._index_for_reading()
+        if index is None:
+            return None
+        try:
+            return search(index)
+        except Exception as exc:
+            log.warning("the read index failed a search (%s: %s); LanceDB answers from now on", type(exc).__name__, exc)
+            log.debug("read index search failure", exc_info=True)
+            self._drop_read_index()
+            return None
+
     def _after_write(self, data: Any, version: int | None) -> None:
         """Apply our own write, committed as `version`, to the read index — or, when the index was not at
         the version just before it (someone else wrote too), catch up by diff. `version` None: catch up."""
@@ -210,7 +226,8 @@ class MemoryStore:
             self._read_index = None
 
     def _drop_read_index(self) -> None:
-        """The table outgrew the read index: LanceDB answers from now on (until the store is opened again)."""
+        """The table outgrew the read index, or it failed: LanceDB answers from now on (until the store is opened
+        again)."""
         self._index_off = True
         self._read_index = None
         self._reopen_table(None)
@@ -351,11 +368,9 @@ class MemoryStore:
         return rows[0] if rows else None
 
     def find(self, flt: Filter, limit: int = SCAN_LIMIT, with_vectors: bool = False) -> list[MemoryRecord]:
-        index = self._index_for_reading()
-        if index is not None:
-            found = index.find(flt, limit, with_vectors)
-            if found is not None:
-                return found
+        found = self._from_index(lambda index: index.find(flt, limit, with_vectors))
+        if found is not None:
+            return found
         query = self._table.search().limit(limit)
         sql = flt.sql()
         if sql:
@@ -375,11 +390,9 @@ class MemoryStore:
         self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
     ) -> list[tuple[MemoryRecord, float]]:
         """Nearest rows by cosine similarity among those passing `flt` (applied before the search)."""
-        index = self._index_for_reading()
-        if index is not None:
-            found = index.vector_search(vector, flt, limit, with_vectors)
-            if found is not None:
-                return found
+        found = self._from_index(lambda index: index.vector_search(vector, flt, limit, with_vectors))
+        if found is not None:
+            return found
         try:
             return self._lance_vector_search(vector, flt, limit, with_vectors)
         finally:
@@ -409,11 +422,9 @@ class MemoryStore:
         self, vector: Sequence[float], text: str, flt: Filter, limit: int
     ) -> tuple[list[tuple[MemoryRecord, float]], list[tuple[MemoryRecord, float]]]:
         """`vector_search` (with vectors) and `text_search` of one query over the same table version."""
-        index = self._index_for_reading()
-        if index is not None:
-            found = index.hybrid_search(vector, text, flt, limit)
-            if found is not None:
-                return found
+        found = self._from_index(lambda index: index.hybrid_search(vector, text, flt, limit))
+        if found is not None:
+            return found
         try:
             return self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)
         finally:
@@ -427,11 +438,9 @@ class MemoryStore:
         The query is a plain match query, never parsed as query syntax, so any text is safe.
         The read index scores with BM25 over `retrieval.terms`; LanceDB's index (the fallback) with its own tokenizer.
         """
-        index = self._index_for_reading()
-        if index is not None:
-            found = index.text_search(text, flt, limit, with_vectors)
-            if found is not None:
-                return found
+        found = self._from_index(lambda index: index.text_search(text, flt, limit, with_vectors))
+        if found is not None:
+            return found
         try:
             return self._lance_text_search(text, flt, limit, with_vectors)
         finally:

@@ -304,3 +304,15 @@ def test_once_the_index_answers_lancedb_keeps_only_a_small_cache(tmp_path: Path)
     slot = Filter().slot("api", "port")  # LanceDB answers this one, on the reopened table
     assert ids(indexed.vector_search(fact.vector, slot, 5)) == [fact.id]
     assert indexed._session.size_bytes <= LANCE_CACHE_BEHIND_INDEX
+
+
+def test_a_search_the_index_fails_is_answered_by_lancedb(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, plain = pair
+    rng = random.Random(13)
+    rows = make_rows(rng, 60)
+    indexed.add(rows)
+    indexed.read_index._dense._file.close()  # the spilled float32 rows can no longer be read
+    query = rand_vector(rng)
+    assert ids(indexed.vector_search(query, Filter(), 10)) == ids(plain.vector_search(query, Filter(), 10))
+    assert indexed.read_index is None
+    assert not indexed.wait_for_read_index(), "no rebuild loop: LanceDB answers from now on"
