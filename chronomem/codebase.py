@@ -197,7 +197,9 @@ def _file_key(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _remember(cache: dict[Path, tuple[tuple[object, ...], object]], where: Path, key: tuple[object, ...], value: object) -> None:
+def _remember(
+    cache: dict[Path, tuple[tuple[object, ...], object]], where: Path, key: tuple[object, ...], value: object
+) -> None:
     with _git_cache_lock:
         if len(cache) >= MAX_CACHED_REPOS:
             cache.clear()
@@ -253,26 +255,27 @@ class Codebase:
             known = _codebases.get(here)
             if known is not None and known[0] == key:
                 return known[1]
-        found = cls._look(here, dotgit)
-        if key is not None and not found.git_missing:
+        found, answered = cls._look(here, dotgit)
+        if key is not None and answered:  # git missing or timing out is not kept: it may answer next time
             _remember(_codebases, here, key, found)  # type: ignore[arg-type]
         return found
 
     @classmethod
-    def _look(cls, here: Path, dotgit: Path | None) -> Codebase:
+    def _look(cls, here: Path, dotgit: Path | None) -> tuple[Codebase, bool]:
+        """The codebase at `here`, and whether git answered."""
         try:
             out = git(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"], here)
         except GitUnavailable as exc:
             missing = str(exc) == "git is not installed"
-            return cls(here, dotgit or here, is_repo=False, git_missing=missing)
+            return cls(here, dotgit or here, is_repo=False, git_missing=missing), False
         lines = out.stdout.decode(errors="surrogateescape").splitlines() if out.returncode == 0 else []
         if len(lines) >= 3 and lines[0].strip():
             git_dir = Path(lines[1].strip())
             common = Path(lines[2].strip())
             common = common if common.is_absolute() else here / common
             return cls(here, Path(os.path.realpath(lines[0].strip())), is_repo=True, git_dir=git_dir,
-                       common_dir=Path(os.path.realpath(common)))
-        return cls(here, here, is_repo=False)
+                       common_dir=Path(os.path.realpath(common))), True
+        return cls(here, here, is_repo=False), True
 
     # ------------------------------------------------------------------ git
     def head(self) -> str | None:

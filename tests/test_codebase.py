@@ -297,3 +297,13 @@ def test_a_directory_that_becomes_a_repository_is_seen(tmp_path: Path, monkeypat
     GitRepo(plain)
     after = Codebase.at(plain)
     assert after is not None and after.is_repo and after.root == plain.resolve()
+
+
+def test_git_missing_is_not_kept(repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = os.environ["PATH"]
+    no_git(monkeypatch, tmp_path)
+    missing = Codebase.at(repo.root)
+    assert missing is not None and missing.git_missing and not missing.is_repo
+    monkeypatch.setenv("PATH", path)  # git installed meanwhile
+    found = Codebase.at(repo.root)
+    assert found is not None and found.is_repo and found.head() == repo.head()

@@ -514,7 +514,9 @@ class ReadIndex:
         rows, scores, vectors = self._dense.top(query, keep, limit)
         return self._records(rows, scores, with_vectors, as_arrays, vectors=vectors)
 
-    def _matching(self, keep: np.ndarray, text: str, limit: int, with_vectors: bool) -> list[tuple[MemoryRecord, float]]:
+    def _matching(
+        self, keep: np.ndarray, text: str, limit: int, with_vectors: bool
+    ) -> list[tuple[MemoryRecord, float]]:
         n = self._n
         scores = np.zeros(n, dtype=np.float32)
         alive = max(int(self._alive[:n].sum()), 1)

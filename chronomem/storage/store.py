@@ -192,19 +192,27 @@ class MemoryStore:
             return None
         return index
 
-    def _from_index(self, search: Callable[[ReadIndex], _Found | None]) -> _Found | None:
-        """`search` on the read index brought up to date; None when there is no index, it cannot evaluate the
-        filter, or the search failed (an unreadable spill file, say): then LanceDB answers from now on."""
+    def _answer(self, from_index: Callable[[ReadIndex], _Found | None], from_lance: Callable[[], _Found]) -> _Found:
+        """A search answered by the read index brought up to date, else by LanceDB: when there is no index, it
+        cannot evaluate the filter, or it failed (an unreadable spill file, say: LanceDB answers from then on).
+        A LanceDB answer then starts the index's build, if there is none yet (`_start_read_index`)."""
         index = self._index_for_reading()
-        if index is None:
-            return None
+        if index is not None:
+            try:
+                found = from_index(index)
+            except Exception as exc:
+                log.warning(
+                    "the read index failed a search (%s: %s); LanceDB answers from now on", type(exc).__name__, exc
+                )
+                log.debug("read index search failure", exc_info=True)
+                self._drop_read_index()
+                found = None
+            if found is not None:
+                return found
         try:
-            return search(index)
-        except Exception as exc:
-            log.warning("the read index failed a search (%s: %s); LanceDB answers from now on", type(exc).__name__, exc)
-            log.debug("read index search failure", exc_info=True)
-            self._drop_read_index()
-            return None
+            return from_lance()
+        finally:
+            self._start_read_index()
 
     def _after_write(self, data: Any, version: int | None) -> None:
         """Apply our own write, committed as `version`, to the read index — or, when the index was not at
@@ -368,19 +376,18 @@ class MemoryStore:
         return rows[0] if rows else None
 
     def find(self, flt: Filter, limit: int = SCAN_LIMIT, with_vectors: bool = False) -> list[MemoryRecord]:
-        found = self._from_index(lambda index: index.find(flt, limit, with_vectors))
-        if found is not None:
-            return found
+        return self._answer(
+            lambda index: index.find(flt, limit, with_vectors), lambda: self._lance_find(flt, limit, with_vectors)
+        )
+
+    def _lance_find(self, flt: Filter, limit: int, with_vectors: bool) -> list[MemoryRecord]:
         query = self._table.search().limit(limit)
         sql = flt.sql()
         if sql:
             query = query.where(sql)
         if not with_vectors:
             query = query.select(RESULT_COLUMNS)
-        try:
-            return self._rows(query)
-        finally:
-            self._start_read_index()
+        return self._rows(query)
 
     def count(self, flt: Filter | None = None) -> int:
         sql = flt.sql() if flt else None
@@ -390,13 +397,10 @@ class MemoryStore:
         self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
     ) -> list[tuple[MemoryRecord, float]]:
         """Nearest rows by cosine similarity among those passing `flt` (applied before the search)."""
-        found = self._from_index(lambda index: index.vector_search(vector, flt, limit, with_vectors))
-        if found is not None:
-            return found
-        try:
-            return self._lance_vector_search(vector, flt, limit, with_vectors)
-        finally:
-            self._start_read_index()
+        return self._answer(
+            lambda index: index.vector_search(vector, flt, limit, with_vectors),
+            lambda: self._lance_vector_search(vector, flt, limit, with_vectors),
+        )
 
     def _lance_vector_search(
         self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
@@ -422,13 +426,10 @@ class MemoryStore:
         self, vector: Sequence[float], text: str, flt: Filter, limit: int
     ) -> tuple[list[tuple[MemoryRecord, float]], list[tuple[MemoryRecord, float]]]:
         """`vector_search` (with vectors) and `text_search` of one query over the same table version."""
-        found = self._from_index(lambda index: index.hybrid_search(vector, text, flt, limit))
-        if found is not None:
-            return found
-        try:
-            return self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)
-        finally:
-            self._start_read_index()
+        return self._answer(
+            lambda index: index.hybrid_search(vector, text, flt, limit),
+            lambda: (self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)),
+        )
 
     def text_search(
         self, text: str, flt: Filter, limit: int, with_vectors: bool = False
@@ -438,13 +439,10 @@ class MemoryStore:
         The query is a plain match query, never parsed as query syntax, so any text is safe.
         The read index scores with BM25 over `retrieval.terms`; LanceDB's index (the fallback) with its own tokenizer.
         """
-        found = self._from_index(lambda index: index.text_search(text, flt, limit, with_vectors))
-        if found is not None:
-            return found
-        try:
-            return self._lance_text_search(text, flt, limit, with_vectors)
-        finally:
-            self._start_read_index()
+        return self._answer(
+            lambda index: index.text_search(text, flt, limit, with_vectors),
+            lambda: self._lance_text_search(text, flt, limit, with_vectors),
+        )
 
     def _lance_text_search(
         self, text: str, flt: Filter, limit: int, with_vectors: bool = False
@@ -565,7 +563,10 @@ def _connect(path: Path, index_cache_bytes: int | None = None) -> tuple[Any, Any
     `index_cache_bytes` None is LanceDB's default index cache."""
     import lancedb
 
-    session = lancedb.Session() if index_cache_bytes is None else lancedb.Session(index_cache_size_bytes=index_cache_bytes)
+    if index_cache_bytes is None:
+        session = lancedb.Session()
+    else:
+        session = lancedb.Session(index_cache_size_bytes=index_cache_bytes)
     # Other processes (another client's server, the CLI) write the same store: check for a newer
     # table version on every read rather than serving a stale snapshot.
     return lancedb.connect(str(path), read_consistency_interval=timedelta(0), session=session), session
