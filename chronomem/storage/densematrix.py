@@ -50,7 +50,7 @@ class DenseMatrix:
         self._exact: np.ndarray | None = None  # float32 rows when there is no spill file
         if spill_dir is not None and hasattr(os, "pread"):
             try:
-                self._file = tempfile.TemporaryFile(prefix="chronomem-vectors-", dir=spill_dir)
+                self._file = tempfile.TemporaryFile(prefix="chronomem-vectors-", dir=spill_dir)  # noqa: SIM115 - open for the matrix's life (close())
             except OSError as exc:
                 log.debug("no spill file in %s (%s): float32 rows stay in memory", spill_dir, exc)
         if self._file is None:
