@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from chronomem.records import UTC
 
@@ -93,6 +94,25 @@ _cache: dict[str, tuple[tuple[int, ...], str]] = {}
 _cache_lock = threading.Lock()
 
 
+def _signature(st: os.stat_result) -> tuple[int, ...]:
+    """What tells one version of a file from the next without reading it."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _settled(signature: tuple[int, ...]) -> bool:
+    """The file behind `signature` last changed more than `RACY_SECONDS` ago: its next change will show in a
+    new signature (a change within the filesystem's timestamp tick might not)."""
+    return time.time() - max(signature[3], signature[4]) / 1e9 > RACY_SECONDS
+
+
+def _keep(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Store in one of this module's bounded caches (cleared when full)."""
+    with _cache_lock:
+        if len(cache) >= limit:
+            cache.clear()
+        cache[key] = value
+
+
 def hash_file(path: str | os.PathLike[str]) -> str | None:
     """The blob id of the file at `path` now, or None if it is missing, not a regular file or link, or too large."""
     name = os.fspath(path)
@@ -109,7 +129,7 @@ def hash_file(path: str | os.PathLike[str]) -> str | None:
         return None
     if st.st_size == 0:
         return EMPTY_BLOB
-    signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    signature = _signature(st)
     cached = _cache.get(name)
     if cached is not None and cached[0] == signature:
         return cached[1]
@@ -121,11 +141,8 @@ def hash_file(path: str | os.PathLike[str]) -> str | None:
     if len(data) > MAX_HASHED_BYTES:
         return None
     sha = blob_sha(data)
-    if time.time() - max(st.st_mtime_ns, st.st_ctime_ns) / 1e9 > RACY_SECONDS:
-        with _cache_lock:
-            if len(_cache) >= MAX_CACHED_HASHES:
-                _cache.clear()
-            _cache[name] = (signature, sha)
+    if _settled(signature):
+        _keep(_cache, name, (signature, sha), MAX_CACHED_HASHES)
     return sha
 
 
@@ -180,30 +197,19 @@ def _dotgit_parent(start: Path) -> Path | None:
 
 
 # Each `git rev-parse` is a process start (~1.5 ms), and remember asked twice per call (the repository, then
-# HEAD). Both answers are kept while the files they come from are the same files (inode, mtime, size).
+# HEAD). Both answers are kept while the files they come from have the same signature.
 _codebases: dict[Path, tuple[tuple[object, ...], Codebase]] = {}
 _heads: dict[Path, tuple[tuple[object, ...], str]] = {}
-_git_cache_lock = threading.Lock()
 #: Entries of each of those caches before it is cleared.
 MAX_CACHED_REPOS = 256
 
 
-def _file_key(path: Path) -> tuple[int, int, int] | None:
-    """Identity of the file at `path` now (inode, mtime, size); None when it is missing."""
+def _file_signature(path: Path) -> tuple[int, ...] | None:
+    """`_signature` of the file at `path` now; None when it is missing."""
     try:
-        st = os.stat(path)
+        return _signature(os.stat(path))
     except FileNotFoundError:
         return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _remember(
-    cache: dict[Path, tuple[tuple[object, ...], object]], where: Path, key: tuple[object, ...], value: object
-) -> None:
-    with _git_cache_lock:
-        if len(cache) >= MAX_CACHED_REPOS:
-            cache.clear()
-        cache[where] = (key, value)
 
 
 @dataclass(frozen=True)
@@ -248,7 +254,7 @@ class Codebase:
             return None
         dotgit = _dotgit_parent(here)
         try:  # the answer holds while the nearest .git is the same entry (a `git init` makes a new one)
-            key: tuple[object, ...] | None = (dotgit, _file_key(dotgit / ".git") if dotgit else None)
+            key: tuple[object, ...] | None = (dotgit, _file_signature(dotgit / ".git") if dotgit else None)
         except OSError:
             key = None
         if key is not None:
@@ -257,7 +263,7 @@ class Codebase:
                 return known[1]
         found, answered = cls._look(here, dotgit)
         if key is not None and answered:  # git missing or timing out is not kept: it may answer next time
-            _remember(_codebases, here, key, found)  # type: ignore[arg-type]
+            _keep(_codebases, here, (key, found), MAX_CACHED_REPOS)
         return found
 
     @classmethod
@@ -295,7 +301,7 @@ class Codebase:
         if out.returncode != 0 or not _HEX.match(sha):
             return None
         if key is not None:
-            _remember(_heads, self.root, key, sha)  # type: ignore[arg-type]
+            _keep(_heads, self.root, (key, sha), MAX_CACHED_REPOS)
         return sha
 
     def _head_key(self) -> tuple[object, ...] | None:
@@ -310,11 +316,10 @@ class Codebase:
             files = [head]
             if text.startswith("ref:"):
                 files += [self.common_dir / text[4:].strip(), self.common_dir / "packed-refs"]
-            keys = [_file_key(f) for f in files]
+            keys = [_file_signature(f) for f in files]
         except OSError:
             return None
-        settled = time.time_ns() - int(RACY_SECONDS * 1e9)
-        if any(k is not None and k[1] > settled for k in keys):
+        if not all(k is None or _settled(k) for k in keys):
             return None
         return (text, *keys)
 

@@ -4,6 +4,7 @@ refs and their commit times, and what happens without a repository or without gi
 from __future__ import annotations
 
 import os
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -260,18 +261,18 @@ def counting_git(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return calls
 
 
-def backdate(*paths: Path, seconds: float = 60) -> None:
-    """As if the files had last changed a minute ago (outside the racy window)."""
-    for path in paths:
-        st = path.stat()
-        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
+def wait_out_racy_window() -> None:
+    """Let the files git just wrote age past the racy window (shortened by the test): a change within
+    it might not show in their stat, so HEAD's answer is only kept after it."""
+    time.sleep(codebase.RACY_SECONDS + 0.1)
 
 
 def test_the_repository_and_head_are_asked_of_git_once_while_nothing_moves(
     repo: GitRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls = counting_git(monkeypatch)
-    backdate(repo.root / ".git" / "HEAD", repo.root / ".git" / "refs" / "heads" / "main")
+    monkeypatch.setattr(codebase, "RACY_SECONDS", 0.2)
+    wait_out_racy_window()
     first = Codebase.at(repo.root / "src")
     assert first is not None and first.is_repo and first.head() == repo.head()
     asked = len(calls)
@@ -281,10 +282,10 @@ def test_the_repository_and_head_are_asked_of_git_once_while_nothing_moves(
 
     moved = repo.commit("second", "2024-04-02T09:00:00Z")  # HEAD's branch now names another commit
     assert Codebase.at(repo.root / "src").head() == moved
-    backdate(repo.root / ".git" / "refs" / "heads" / "main")
+    wait_out_racy_window()
     assert Codebase.at(repo.root / "src").head() == moved
     repo.git("checkout", "-q", "--detach", "HEAD~1")
-    backdate(repo.root / ".git" / "HEAD")
+    wait_out_racy_window()
     assert Codebase.at(repo.root / "src").head() != moved
 
 
