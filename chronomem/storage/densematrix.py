@@ -137,7 +137,7 @@ class DenseMatrix:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), np.empty((0, self.dim), np.float32)
         estimate = self.estimates(query)
         estimate[~keep[: self.n]] = -np.inf
-        first = _best(estimate, min(available, max(OVERSAMPLE * limit, limit + MIN_EXTRA)))
+        first = top_rows(estimate, max(OVERSAMPLE * limit, limit + MIN_EXTRA), available)
         vectors = self.rows(first)
         exact = vectors @ query
         if len(first) < available:  # rows left out whose estimate could still reach the k-th exact score
@@ -154,13 +154,17 @@ class DenseMatrix:
         return first[order], exact[order], vectors[order]
 
 
-def _best(scores: np.ndarray, m: int) -> np.ndarray:
-    """Indices of the `m` highest finite scores (any order)."""
-    if m >= len(scores):
-        found = np.arange(len(scores))
+def top_rows(scores: np.ndarray, limit: int, available: int) -> np.ndarray:
+    """Indices of the `limit` highest finite scores (at most `available` of them), best first."""
+    k = min(limit, available)
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if k < len(scores):
+        part = np.argpartition(-scores, k - 1)[:k]
     else:
-        found = np.argpartition(-scores, m - 1)[:m]
-    return found[np.isfinite(scores[found])]
+        part = np.arange(len(scores))
+    part = part[np.isfinite(scores[part])]
+    return part[np.argsort(-scores[part], kind="stable")]
 
 
 def resized(array: np.ndarray, rows: int) -> np.ndarray:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from chronomem.records import UTC, MemoryRecord
-from chronomem.storage.densematrix import DenseMatrix, resized
+from chronomem.storage.densematrix import DenseMatrix, resized, top_rows
 from chronomem.storage.filters import Filter, micros
 
 log = logging.getLogger(__name__)
@@ -534,7 +534,7 @@ class ReadIndex:
             scores[rows] += idf * weight  # a term lists each row once: plain fancy indexing adds right
         scores[~keep] = 0.0
         matched = int((scores > 0).sum())
-        rows = _top(np.where(scores > 0, scores, -np.inf), limit, matched)
+        rows = top_rows(np.where(scores > 0, scores, -np.inf), limit, matched)
         return self._records(rows, scores[rows], with_vectors)
 
     def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None:
@@ -604,19 +604,6 @@ def one_blas_thread() -> None:
         threadpool_limits(1, user_api="blas")
     except Exception:  # a BLAS threadpoolctl cannot drive only costs speed
         log.debug("could not limit BLAS threads", exc_info=True)
-
-
-def _top(scores: np.ndarray, limit: int, available: int) -> np.ndarray:
-    """Indices of the `limit` highest finite scores (at most `available` of them), best first."""
-    k = min(limit, available)
-    if k <= 0:
-        return np.empty(0, dtype=np.int64)
-    if k < len(scores):
-        part = np.argpartition(-scores, k - 1)[:k]
-    else:
-        part = np.arange(len(scores))
-    part = part[np.isfinite(scores[part])]
-    return part[np.argsort(-scores[part], kind="stable")]
 
 
 def _batches(items: list[str], size: int = FETCH_BATCH) -> Iterable[list[str]]:
