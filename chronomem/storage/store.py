@@ -143,14 +143,14 @@ class MemoryStore:
             index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
             log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)
-            # Let go of the index caches the first searches filled, and of the build's scratch buffers
-            # (~2x the copy at its peak): neither is kept resident. A large copy's objects live as long as
-            # the process: the garbage collector need not walk them again and again (a small table's copy,
-            # made at open, is not worth a full collection there).
-            self._reopen_table(LANCE_CACHE_BEHIND_INDEX)
+            # The build's scratch buffers (~2x the copy at its peak) are not kept resident. A large table's copy
+            # is built after LanceDB answered the first searches: let go of the index caches they filled, and
+            # take the copy's objects out of the garbage collector's walks. A small table's copy is made at
+            # open, before any search: neither a second connection nor a full collection is worth it there.
             from chronomem.server.malloc import release_free_memory, settle_heap
 
             if index.rows > OPEN_BUILD_ROWS:
+                self._reopen_table(LANCE_CACHE_BEHIND_INDEX)
                 settle_heap()
             else:
                 release_free_memory()
