@@ -56,7 +56,7 @@ class Check:
 
 def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS) -> Check:
     """Does the configured embedding model load and embed a sentence?"""
-    from chronomem.config import DEFAULT_MODEL_DIM
+    from chronomem.config import DEFAULT_MODEL_DIM, EMBED_PRECISIONS
     from chronomem.embed import FastEmbedder
     from chronomem.errors import ChronomemError
 
@@ -72,16 +72,34 @@ def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS) -
         if missing:
             return Check("model", FAIL, f"{path} lacks {', '.join(missing)}", set_fix)
     where = f"from {path}" if path is not None else "from fastembed's cache (CHRONOMEM_MODEL_PATH is not set)"
-    embedder = FastEmbedder(settings.model_name, path, DEFAULT_MODEL_DIM, wait_seconds=min(wait_seconds, settings.model_wait_seconds))
+    embedder = FastEmbedder(
+        settings.model_name,
+        path,
+        DEFAULT_MODEL_DIM,
+        wait_seconds=min(wait_seconds, settings.model_wait_seconds),
+        precision=settings.embed_precision,
+    )
     started = time.monotonic()
     try:
         vector = embedder.embed(["chronomem doctor checks that the model embeds a sentence."])[0]
     except ChronomemError as exc:
         return Check("model", FAIL, f"{settings.model_name} does not load {where}: {exc}", set_fix)
     seconds = time.monotonic() - started
-    detail = f"{settings.model_name} loads {where} and embeds ({len(vector)}-d, {seconds:.1f} s)"
+    detail = f"{settings.model_name} loads {where} and embeds ({len(vector)}-d, {embedder.precision}, {seconds:.1f} s)"
     if path is None:
         return Check("model", WARN, detail, set_fix + " so no download is ever needed")
+    asked = os.environ.get("CHRONOMEM_EMBED_PRECISION", "").strip().lower()
+    if asked and asked not in EMBED_PRECISIONS:
+        return Check(
+            "model", WARN, f"{detail}; CHRONOMEM_EMBED_PRECISION={asked!r} is unknown, so {settings.embed_precision} runs",
+            f"set CHRONOMEM_EMBED_PRECISION to one of {', '.join(EMBED_PRECISIONS)}",
+        )
+    if embedder.precision != embedder.requested_precision:
+        return Check(
+            "model", WARN, f"{detail}: its int8 copy could not be made (the server's log at WARNING says why)",
+            "let chronomem write to its cache folder (CHRONOMEM_CACHE_DIR) and install onnx, "
+            "or set CHRONOMEM_EMBED_PRECISION=float32",
+        )
     return Check("model", OK, detail)
 
 

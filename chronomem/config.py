@@ -32,6 +32,9 @@ MAX_BRIEF_TOKENS = 100_000
 #: Largest table searched from the in-memory read index (storage/readindex.py, ~1.5 kB of RAM per row);
 #: larger ones are searched by LanceDB. CHRONOMEM_READ_INDEX_ROWS; 0 turns the index off.
 DEFAULT_READ_INDEX_ROWS = 300_000
+#: How the embedding model runs: its int8 copy (chronomem/embed/quantize.py) or as shipped.
+EMBED_PRECISIONS = ("int8", "float32")
+DEFAULT_EMBED_PRECISION = "int8"
 
 
 def default_store_path() -> Path:
@@ -58,6 +61,8 @@ class Settings:
     brief_tokens: int = DEFAULT_BRIEF_TOKENS
     #: Largest table the in-memory read index holds (CHRONOMEM_READ_INDEX_ROWS); 0: always search LanceDB.
     read_index_rows: int = DEFAULT_READ_INDEX_ROWS
+    #: int8 (default: the model's int8 copy, ~2x faster) or float32 (CHRONOMEM_EMBED_PRECISION).
+    embed_precision: str = DEFAULT_EMBED_PRECISION
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -85,6 +90,7 @@ class Settings:
             secrets_mode=env.get("CHRONOMEM_SECRETS", "redact").strip().lower() or "redact",
             brief_tokens=_brief_tokens(env.get("CHRONOMEM_BRIEF_TOKENS")),
             read_index_rows=_read_index_rows(env.get("CHRONOMEM_READ_INDEX_ROWS")),
+            embed_precision=_embed_precision(env.get("CHRONOMEM_EMBED_PRECISION")),
         )
 
 
@@ -102,6 +108,12 @@ def _read_index_rows(value: str | None) -> int:
     if not math.isfinite(rows):
         return DEFAULT_READ_INDEX_ROWS
     return max(int(rows), 0)
+
+
+def _embed_precision(value: str | None) -> str:
+    """CHRONOMEM_EMBED_PRECISION, lower-cased; unset or unknown → the default (`doctor` names an unknown one)."""
+    precision = (value or "").strip().lower()
+    return precision if precision in EMBED_PRECISIONS else DEFAULT_EMBED_PRECISION
 
 
 def _float(value: str | None, default: float) -> float:

@@ -47,6 +47,7 @@ class MemoryService:
             model_path=settings.model_path,
             dim=DEFAULT_MODEL_DIM,
             wait_seconds=settings.model_wait_seconds,
+            precision=settings.embed_precision,
         )
         self.clock = clock
         self._thread_lock = threading.RLock()

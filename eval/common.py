@@ -58,6 +58,7 @@ def make_embedder() -> FastEmbedder:
         model_path=settings.model_path,
         dim=DEFAULT_MODEL_DIM,
         wait_seconds=settings.model_wait_seconds,
+        precision=settings.embed_precision,
     )
     embedder.wait()
     return embedder

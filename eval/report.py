@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from chronomem.config import Settings
 from eval.common import REPO_ROOT, RESULTS_DIR
 
 _PACKAGES = ("chronomem", "lancedb", "fastembed", "onnxruntime", "pyarrow")
@@ -32,6 +33,7 @@ def environment() -> dict[str, Any]:
         "git": _git_state(),
         "model": os.environ.get("CHRONOMEM_MODEL", "sentence-transformers/all-MiniLM-L6-v2"),
         "model_path": os.environ.get("CHRONOMEM_MODEL_PATH"),
+        "embed_precision": Settings.from_env(store=".").embed_precision,
         "cpus": os.cpu_count(),
     }
 
@@ -71,7 +73,7 @@ def env_lines(env: dict[str, Any]) -> str:
     dirty = " (chronomem/ has uncommitted changes)" if env["git"].get("chronomem_dirty") else ""
     return (
         f"Run {env['date']} · Python {env['python']} · {versions} · commit {commit}{dirty} · "
-        f"model {env['model']} · {env['cpus']} CPUs"
+        f"model {env['model']}{' (' + env['embed_precision'] + ')' if env.get('embed_precision') else ''} · {env['cpus']} CPUs"
     )
 
 

@@ -21,6 +21,14 @@ def model_dir() -> Path:
     return Path(os.environ.get("CHRONOMEM_MODEL_PATH", DEFAULT_MODEL_DIR))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The model's int8 copy (made once per run, ~2 s) goes to a folder of this run, not the user's cache."""
+    if "CHRONOMEM_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["CHRONOMEM_CACHE_DIR"] = tempfile.mkdtemp(prefix="chronomem-test-cache-")
+
+
 @pytest.fixture(scope="session")
 def embedder() -> FastEmbedder:
     path = model_dir()

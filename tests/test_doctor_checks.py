@@ -105,7 +105,20 @@ def test_claude_local_scope_and_rejected_project_server(repo: Path, home: Path) 
 
 def test_model_loads_and_embeds(tmp_path: Path) -> None:
     result = check_model(Settings(store_path=tmp_path / "s", model_path=model_dir()))
-    assert result.status == OK and "384-d" in result.detail
+    assert result.status == OK and "384-d, int8" in result.detail
+
+
+def test_model_check_names_an_unknown_precision_and_a_failed_int8_copy(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHRONOMEM_EMBED_PRECISION", "fp4")
+    unknown = check_model(Settings.from_env(store=tmp_path / "s", environ={"CHRONOMEM_MODEL_PATH": str(model_dir())}))
+    assert unknown.status == WARN and "'fp4' is unknown, so int8 runs" in unknown.detail
+    monkeypatch.delenv("CHRONOMEM_EMBED_PRECISION")
+    (tmp_path / "cache").write_text("not a folder")
+    monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path / "cache"))
+    fallback = check_model(Settings(store_path=tmp_path / "s", model_path=model_dir()))
+    assert fallback.status == WARN and "float32" in fallback.detail and "int8 copy could not be made" in fallback.detail
+    assert fallback.fix and "CHRONOMEM_EMBED_PRECISION=float32" in fallback.fix
 
 
 def test_model_problems_name_the_setting(tmp_path: Path) -> None:

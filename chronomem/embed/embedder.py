@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from chronomem.config import DEFAULT_MODEL, DEFAULT_MODEL_DIM
+from chronomem.config import (
+    DEFAULT_EMBED_PRECISION,
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_DIM,
+    EMBED_PRECISIONS,
+)
+from chronomem.embed.quantize import FLOAT32, INT8, int8_copy
 from chronomem.errors import ModelUnavailable
 
 log = logging.getLogger(__name__)
@@ -38,7 +44,12 @@ class Embedder(Protocol):
 
 
 class FastEmbedder:
-    """fastembed's ONNX TextEmbedding, from a local folder or fastembed's own download."""
+    """fastembed's ONNX TextEmbedding, from a local folder or fastembed's own download.
+
+    With `precision="int8"` (the default) a model from a local folder runs as its int8 copy
+    (`embed/quantize.py`), made on first use; when that copy cannot be made, or the model is
+    fastembed's download, the float32 model runs and `precision` says so once loaded.
+    """
 
     def __init__(
         self,
@@ -47,12 +58,18 @@ class FastEmbedder:
         dim: int = DEFAULT_MODEL_DIM,
         wait_seconds: float = 120.0,
         threads: int | None = None,
+        precision: str = DEFAULT_EMBED_PRECISION,
     ) -> None:
-        self.name = model_name
+        if precision not in EMBED_PRECISIONS:
+            raise ValueError(f"embedding precision {precision!r} is not one of {', '.join(EMBED_PRECISIONS)}")
+        self.model_name = model_name
         self.dim = dim
         self.model_path = model_path
         self.wait_seconds = wait_seconds
         self.threads = threads
+        self.requested_precision = precision
+        #: What runs: the requested precision until the load falls back to float32.
+        self.precision = precision
         self._model: Any = None
         self._error: ModelUnavailable | None = None
         self._loaded = threading.Event()
@@ -67,6 +84,11 @@ class FastEmbedder:
                 self._thread.start()
 
     @property
+    def name(self) -> str:
+        """The model as rows record it (`embed_model`): the int8 copy is named as such."""
+        return f"{self.model_name}#int8" if self.precision == INT8 else self.model_name
+
+    @property
     def ready(self) -> bool:
         return self._loaded.is_set() and self._error is None
 
@@ -79,7 +101,7 @@ class FastEmbedder:
             log.debug("model load failed", exc_info=True)
             where = f"from {self.model_path}" if self.model_path else "(download)"
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self._error = ModelUnavailable(f"cannot load embedding model {self.name} {where}: {first}; {_HINT}")
+            self._error = ModelUnavailable(f"cannot load embedding model {self.model_name} {where}: {first}; {_HINT}")
         finally:
             self._loaded.set()
 
@@ -94,23 +116,37 @@ class FastEmbedder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from fastembed import TextEmbedding
 
-        kwargs: dict[str, Any] = {"model_name": self.name}
+        kwargs: dict[str, Any] = {"model_name": self.model_name}
         if self.model_path is not None:
-            kwargs["specific_model_path"] = str(self.model_path)
+            kwargs["specific_model_path"] = str(self._model_folder(self.model_path))
+        else:
+            self.precision = FLOAT32
         if self.threads:
             kwargs["threads"] = self.threads
         model = TextEmbedding(**kwargs)
         probe = next(iter(model.embed(["probe"])))
         if len(probe) != self.dim:
-            raise ModelUnavailable(f"model {self.name} makes {len(probe)}-d vectors, expected {self.dim}")
+            raise ModelUnavailable(f"model {self.model_name} makes {len(probe)}-d vectors, expected {self.dim}")
         return model
+
+    def _model_folder(self, folder: Path) -> Path:
+        """The folder fastembed loads: the int8 copy of `folder` when asked for and it can be made."""
+        if self.requested_precision != INT8:
+            return folder
+        try:
+            return int8_copy(folder)
+        except Exception as exc:  # no onnx, an unwritable cache, a graph the quantiser refuses: float32 still works
+            log.warning("embedding with the float32 model: its int8 copy could not be made (%s)", exc)
+            log.debug("int8 copy failed", exc_info=True)
+            self.precision = FLOAT32
+            return folder
 
     def wait(self) -> Any:
         """The loaded model, starting the load if needed; raises ModelUnavailable on failure or timeout."""
         self.start()
         if not self._loaded.wait(self.wait_seconds):
             raise ModelUnavailable(
-                f"the embedding model {self.name} is still loading after {self.wait_seconds:.0f} s "
+                f"the embedding model {self.model_name} is still loading after {self.wait_seconds:.0f} s "
                 f"(a first download can be slow); retry shortly, or {_HINT}"
             )
         if self._error is not None:

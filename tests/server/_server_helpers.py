@@ -34,6 +34,8 @@ TOOL_NAMES = {"remember", "recall", "forget", "as_of", "history"}
 def server_env(**overrides: str) -> dict[str, str]:
     """The variables the spawned server needs: the local model, and no hub access."""
     env = {"CHRONOMEM_MODEL_PATH": MODEL_PATH, "HF_HUB_OFFLINE": "1", "CHRONOMEM_LOG_LEVEL": "WARNING"}
+    if os.environ.get("CHRONOMEM_CACHE_DIR"):  # this run's int8 model copy (tests/conftest.py)
+        env["CHRONOMEM_CACHE_DIR"] = os.environ["CHRONOMEM_CACHE_DIR"]
     env.update(overrides)
     return env
 

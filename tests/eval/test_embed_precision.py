@@ -1,0 +1,32 @@
+"""eval/embed_precision.py on a slice of one LoCoMo conversation: both precisions load for real, every
+figure exists and is sane, and the report names them. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from eval.embed_precision import main
+
+SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "26.json"
+
+
+def test_the_comparison_runs_and_writes_its_report(tmp_path: Path) -> None:
+    data = json.loads(SOURCE.read_text(encoding="utf-8"))
+    keep = {k: v for k, v in data.items() if not k.startswith("session_") or k.split("_")[1] in ("1", "2")}
+    known = {t["dia_id"] for s in ("session_1", "session_2") for t in data[s]}
+    keep["qa"] = [q for q in data["qa"] if q.get("evidence") and set(q["evidence"]) <= known][:12]
+    folder = tmp_path / "locomo"
+    folder.mkdir()
+    (folder / "26.json").write_text(json.dumps(keep), encoding="utf-8")
+
+    assert main(["--data", str(folder), "--rounds", "1", "--out", str(tmp_path / "out")]) == 0
+    payload = json.loads((tmp_path / "out" / "embed_precision.json").read_text(encoding="utf-8"))
+    assert payload["turns"] == len(known) and payload["questions"] == len(keep["qa"]) > 0
+    for precision in ("float32", "int8"):
+        assert payload["single_query_ms"][precision] > 0 and payload["batch_turns_per_s"][precision] > 0
+        assert all(0.0 <= v <= 1.0 for v in payload["dense_retrieval"][precision].values())
+    assert 0.97 < payload["cosine_int8_float32"]["min"] <= payload["cosine_int8_float32"]["median"] < 1.0
+    assert 0.0 < payload["top10_overlap"] <= 1.0
+    markdown = (tmp_path / "out" / "embed_precision.md").read_text(encoding="utf-8")
+    assert "| int8 |" in markdown and "| float32 |" in markdown and "(int8)" in markdown
