@@ -41,6 +41,9 @@ def child_env() -> dict[str, str]:
     env["CHRONOMEM_MODEL_PATH"] = os.environ.get("CHRONOMEM_MODEL_PATH") or str(SHARED_MODEL)
     env["HF_HUB_OFFLINE"] = "1"
     env["CHRONOMEM_LOG_LEVEL"] = "WARNING"
+    for name in ("CHRONOMEM_EMBED_PRECISION", "CHRONOMEM_CACHE_DIR"):  # the model this process embeds with
+        if os.environ.get(name):
+            env[name] = os.environ[name]
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 

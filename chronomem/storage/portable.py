@@ -149,10 +149,11 @@ def import_records(
     embed: Callable[[list[str]], list[list[float]]],
     progress: Callable[[int], None] | None = None,
     batch_size: int = 64,
+    embed_model: str | None = None,
 ) -> int:
     """Embed `records` again and append them all in one commit; the store must be empty."""
     require_empty(store)
-    count = append_records(store, records, embed, progress=progress, batch_size=batch_size)
+    count = append_records(store, records, embed, progress=progress, batch_size=batch_size, embed_model=embed_model)
     if count:
         store.optimize()
     return count
@@ -165,8 +166,12 @@ def append_records(
     progress: Callable[[int], None] | None = None,
     batch_size: int = 64,
     commit_rows: int | None = None,
+    embed_model: str | None = None,
 ) -> int:
     """Embed the records' content and append them: in one commit, or one per `commit_rows` rows.
+
+    Rows record `embed_model` (the embedder's name, e.g. its int8 copy's) as the model that made their
+    vectors, the store's configured model when it is not given.
 
     The bulk path behind `import_records` and eval/bench_latency.py. Each commit's texts are
     embedded shortest first, so a batch pads to a length close to its own texts' (mixed
@@ -185,7 +190,8 @@ def append_records(
                 vectors[i] = list(vector)
             if progress is not None:
                 progress(len(chosen))
-        store.add([r.copy(vector=v, embed_model=store.embed_model) for r, v in zip(part, vectors, strict=True)])
+        made_by = embed_model or store.embed_model
+        store.add([r.copy(vector=v, embed_model=made_by) for r, v in zip(part, vectors, strict=True)])
         written += len(part)
     return written
 

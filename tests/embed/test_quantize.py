@@ -54,6 +54,15 @@ def test_int8_vectors_stay_close_to_float32_and_rank_alike(tmp_path: Path, monke
     assert list(np.argmax(qa @ a.T, axis=1)) == list(np.argmax(qb @ b.T, axis=1)) == [0, 1, 2]
 
 
+def test_an_int8_vector_depends_on_its_text_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path))
+    embedder = FastEmbedder(model_path=model_dir())
+    long_one = "A much longer statement about the deployment pipeline, " * 8
+    together = np.array(embedder.embed([SENTENCES[0], long_one, *SENTENCES[1:]]))
+    alone = np.array([embedder.embed([text])[0] for text in SENTENCES])
+    assert np.allclose(np.delete(together, 1, axis=0), alone, atol=1e-6)
+
+
 def test_a_cache_that_cannot_be_written_falls_back_to_float32(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "cache"

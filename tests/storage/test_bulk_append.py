@@ -31,7 +31,8 @@ def test_append_records_commits_in_parts_and_embeds_each_text(svc: MemoryService
     ]
     seen: list[int] = []
     before = svc.store._table.version
-    written = append_records(svc.store, records, svc.embedder.embed, progress=seen.append, batch_size=4, commit_rows=10)
+    written = append_records(svc.store, records, svc.embedder.embed, progress=seen.append, batch_size=4, commit_rows=10,
+                             embed_model=svc.embedder.name)
     assert written == 23 and sum(seen) == 23
     assert svc.store._table.version - before == 3  # 10 + 10 + 3 rows
     stored = {r.id: r for r in svc.store.find(Filter().ids([r.id for r in records]), with_vectors=True)}
@@ -39,7 +40,7 @@ def test_append_records_commits_in_parts_and_embeds_each_text(svc: MemoryService
     for record in records[:5]:
         [expected] = svc.embedder.embed([record.content])
         got = stored[record.id].vector
-        assert got is not None and stored[record.id].embed_model == svc.store.embed_model
+        assert got is not None and stored[record.id].embed_model == svc.embedder.name
         assert math.isclose(sum(a * b for a, b in zip(got, expected, strict=True)), 1.0, abs_tol=1e-4)
     assert svc.store.count() == 24
     hits = recall(svc, "what does the release checklist need")
