@@ -93,17 +93,24 @@ def read_time(query: str, now: datetime) -> TimeReading:
     return TimeReading(text or query, at, intent)
 
 
+def _end_of_day(day: datetime) -> datetime:
+    """"On May 10": as it stood by the end of May 10 (what was said that day included), as "in May" is
+    the end of May."""
+    return day.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1, microseconds=-1)
+
+
 def _moment(match: re.Match[str], now: datetime) -> datetime | None:
     groups = match.groupdict()
     try:
         if groups.get("iso"):
             value = datetime.fromisoformat(groups["iso"].replace("Z", "+00:00"))
-            return value if value.tzinfo else value.replace(tzinfo=UTC)
+            value = value if value.tzinfo else value.replace(tzinfo=UTC)
+            return _end_of_day(value) if len(groups["iso"]) == 10 else value
         if groups.get("mon") and groups.get("year"):
             month = _MONTHS[groups["mon"].lower().rstrip(".")]
             year = int(groups["year"])
             if groups.get("day"):
-                return datetime(year, month, int(groups["day"]), 12, tzinfo=UTC)
+                return _end_of_day(datetime(year, month, int(groups["day"]), tzinfo=UTC))
             end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
             return end - timedelta(microseconds=1)  # "in May 2024": as it stood by the end of May
         if groups.get("bare"):

@@ -32,9 +32,9 @@ def test_entities_are_the_named_things() -> None:
 @pytest.mark.parametrize(
     ("query", "at", "text", "intent"),
     [
-        ("Back on July 3, 2024, what was the pinned version of requests?", datetime(2024, 7, 3, 12, tzinfo=UTC),
+        ("Back on July 3, 2024, what was the pinned version of requests?", datetime(2024, 7, 3, 23, 59, 59, 999999, tzinfo=UTC),
          "what was the pinned version of requests?", "past"),
-        ("What was the language for Brambleway on 2024-05-30?", datetime(2024, 5, 30, tzinfo=UTC),
+        ("What was the language for Brambleway on 2024-05-30?", datetime(2024, 5, 30, 23, 59, 59, 999999, tzinfo=UTC),
          "What was the language for Brambleway?", "past"),
         ("what was the test command in March?", datetime(2024, 3, 31, 23, 59, 59, 999999, tzinfo=UTC),
          "what was the test command?", "past"),
