@@ -120,23 +120,27 @@ REMEDIES: dict[str, str] = {
     "spawn → first recall": (
         "Loading the ONNX model (~1 s on an idle core) and opening the store start at spawn; the first recall "
         "waits for both and is answered by LanceDB (the read index is built after the first search, so the two "
-        "do not share the cores). An int8-quantised MiniLM loads and runs ~2× faster."
+        "do not share the cores). The model runs as its int8 copy (made once and kept in the user cache; the first "
+        "start ever on a machine adds the ~2 s of making it)."
     ),
     "remember e2e": (
-        "In-process remember is ~30% embedding the text and ~50% the LanceDB commit (a data file and a manifest "
-        "per call); the read index applies the written row in ~1 ms; git's answers (repository, HEAD) are kept "
-        "while the repository does not move. Between calls the server's consolidator extracts facts and writes "
-        "salience, which the next call can wait behind on 2 cores. What would close the rest: an int8-quantised "
-        "MiniLM (~2× faster embedding), and concurrent remembers grouped into one commit."
+        "In-process remember is mostly the LanceDB commit (a data file and a manifest per call); the text is "
+        "embedded by the model's int8 copy (~1 ms, a third of float32's); the read index applies the written row "
+        "in ~1 ms; git's answers (repository, HEAD) are kept while the repository does not move. Over MCP a call "
+        "crosses four threads (stdin reader, event loop, tool worker, stdout writer) in the server plus the Python "
+        "client's own, each a wait for a core on 2 busy cores; the server's event loop spends ~1.7 ms a request "
+        "(py-spy). What would close the rest: concurrent remembers grouped into one commit, a cheaper commit "
+        "(a write-ahead log flushed to LanceDB in batches), and a server loop without the thread hops."
     ),
     "recall e2e": (
         "Up to 300k rows the read index answers both searches: the int8 product over every row with exact "
         "re-scoring (~1/3 of a recall at 100k), BM25 postings (~15%), the query embedding (~20%), the candidate "
         "records (~15%) and ranking (~8%) (py-spy in the server, 100k); a table version check is one stat of "
         "the _versions folder. Over MCP the protocol adds the tools/list column (the Python SDK client's "
-        "validation included). Above 300k (1M here) LanceDB's ANN and full-text indexes answer. What would close "
-        "more: an int8-quantised MiniLM (~2× faster query embedding), an IVF partition of the in-memory matrix "
-        "(for 1M: the matrix is a quarter of float32's size now, but the index stops at 300k rows)."
+        "validation included). Above 300k (1M here) LanceDB's ANN and full-text indexes answer. The query is "
+        "embedded by the model's int8 copy (~1 ms). What would close more: an IVF partition of the in-memory "
+        "matrix and BM25 postings held for 1M rows (the matrix is a quarter of float32's size, but the index "
+        "stops at 300k rows)."
     ),
     "recall / brute force": (
         "The reference is the query embedding plus one float32 matrix product with BLAS on every core; recall adds "
@@ -144,15 +148,16 @@ REMEDIES: dict[str, str] = {
         "runs on one BLAS thread (faster inside a whole recall: the idle threads slowed the embedding)."
     ),
     "bulk import": (
-        "Embedding is the whole cost (the write path alone runs at ~17k rows/s): on a quiet machine the 1k step "
-        "embedded ~200 LoCoMo turns/s (~40 tokens each), under load far fewer. Texts are now embedded shortest "
-        "first (2.4× over mixed-length batches). What would close the rest: an int8-quantised MiniLM (~2× on "
-        "CPU), or importing rows without vectors (full-text searchable at once) and letting the consolidator "
-        "embed them in the background."
+        "Embedding is the whole cost (the write path alone runs at ~17k rows/s). The model's int8 copy embeds "
+        "one text at a time (batched, its activation scale would make a text's vector depend on its companions): "
+        "~590 LoCoMo turns/s on a quiet machine against float32's ~300 in batches (eval/results/embed_precision.md), "
+        "under load fewer. What would close the rest: two single-thread model sessions embedding side by side, "
+        "or importing rows without vectors (full-text searchable at once) and letting the consolidator embed "
+        "them in the background."
     ),
     "server RSS": (
-        "The base server holds ~330 MB: imports (mcp, pyarrow, lancedb) and the ONNX model with onnxruntime's "
-        "arena. The read index adds ~1.5 kB a row (int8 vectors 0.4 kB with their float32 rows spilled to an "
+        "The base server holds ~300 MB: imports (mcp, pyarrow, lancedb) and the ONNX model (its int8 copy, 58 MB "
+        "on disk against 90) with onnxruntime's arena. The read index adds ~1.5 kB a row (int8 vectors 0.4 kB with their float32 rows spilled to an "
         "unnamed file in the store directory, result columns, postings, id map, 5,000 made records); LanceDB's "
         "index cache is cut to 16 MB once the copy answers. CHRONOMEM_READ_INDEX_ROWS lowers the copy's reach "
         "on small machines (it trades memory for latency; 0 turns it off)."
