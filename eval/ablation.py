@@ -20,6 +20,7 @@ from functools import cached_property
 from dataclasses import replace
 
 from chronomem.records import MemoryRecord
+from chronomem.retrieval.bridge import bridge_search, placed
 from chronomem.retrieval.candidates import gather
 from chronomem.retrieval.rank import QueryInfo, RankConfig, rank
 from chronomem.retrieval.temporal import read_time
@@ -105,10 +106,18 @@ class PipelineRanker:
             other_project_names=tuple(n for n in names.values() if n not in own),
         )
         pool = gather(ctx.svc.store, reading.text, ctx.svc.embed_one(reading.text), ctx.flt, ctx.pool)
-        return [r.candidate.record for r in rank(info, pool, self.config).items[:limit]]
+        records = [r.candidate.record for r in rank(info, pool, self.config).items]
+        if self.config.second_hop:
+            found = bridge_search(ctx.svc.store, info, records, ctx.flt)
+            if found is not None:
+                records = placed(records, found.record, lambda r: r.id)
+        return records[:limit]
 
 
-_OFF = RankConfig(entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0)
+_OFF = RankConfig(
+    entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0,
+    second_hop=False,
+)
 
 #: The ablation ladder, one signal added per row (the last row is recall's ranking without its abstention gate).
 RANKERS: list[Ranker | PipelineRanker] = [
@@ -122,7 +131,8 @@ RANKERS: list[Ranker | PipelineRanker] = [
         "+ the newer wins",
         replace(_OFF, entity_weight=0.2, foreign_penalty=0.5, group_size=4, history_group_size=8, fact_boost=1.1),
     ),
-    PipelineRanker("+ hedge demotion (= recall's ranking)", RankConfig()),
+    PipelineRanker("+ hedge demotion", replace(RankConfig(), second_hop=False)),
+    PipelineRanker("+ second hop through a name of the best match (= recall's ranking)", RankConfig()),
 ]
 
 

@@ -50,6 +50,7 @@ class RankConfig:
     distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
     salience_weight: float = 0.05  # of log1p(effective salience): reinforced memories lead, unused ones fade (never vanish)
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
+    second_hop: bool = True  # look for the memory a name in the best match points to (retrieval/bridge.py)
 
 
 DEFAULT_CONFIG = RankConfig()

@@ -10,9 +10,17 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from chronomem.records import MemoryRecord
+from chronomem.retrieval.bridge import BRIDGE_POSITION, bridge_search, placed
 from chronomem.retrieval.candidates import gather
 from chronomem.retrieval.fusion import estimate_tokens
-from chronomem.retrieval.rank import DEFAULT_CONFIG, QueryInfo, RankConfig, missing_from, query_entities, rank
+from chronomem.retrieval.rank import (
+    DEFAULT_CONFIG,
+    QueryInfo,
+    RankConfig,
+    missing_from,
+    query_entities,
+    rank,
+)
 from chronomem.storage import Filter, MemoryStore
 
 #: At most this many unmatched names are double-checked against the whole slice.
@@ -66,9 +74,25 @@ def hybrid_search(
     hits = [
         Hit(r.candidate.record, r.score, r.channels, r.candidate.dense, r.candidate.lexical) for r in ranking.items
     ]
+    if config.second_hop:
+        hits = _second_hop(store, query, hits, flt)
     if adjust is not None:
         hits = adjust(hits)
     return within_budget(hits, limit, budget_tokens, cost)
+
+
+def _second_hop(store: MemoryStore, query: QueryInfo, hits: list[Hit], flt: Filter) -> list[Hit]:
+    """`hits` with the memory the best one points to placed second (bridge.py), when there is one."""
+    found = bridge_search(store, query, [h.record for h in hits], flt)
+    if found is None:
+        return hits
+    earlier = next((h for h in hits if h.record.id == found.record.id), None)
+    displaced = hits[min(BRIDGE_POSITION, len(hits) - 1)].score
+    if earlier is not None:
+        hop = replace(earlier, score=max(earlier.score, displaced), channels=[*earlier.channels, "bridge"])
+    else:
+        hop = Hit(found.record, displaced, ["lexical", "bridge"], None, found.lexical)
+    return placed(hits, hop, lambda h: h.record.id)
 
 
 def demote_stale(hits: Sequence[Hit], stale: Collection[str], penalty: float = DEFAULT_CONFIG.stale_penalty) -> list[Hit]:
