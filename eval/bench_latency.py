@@ -137,15 +137,19 @@ REMEDIES: dict[str, str] = {
         "re-scoring (~1/3 of a recall at 100k), BM25 postings (~15%), the query embedding (~20%), the candidate "
         "records (~15%) and ranking (~8%) (py-spy in the server, 100k); a table version check is one stat of "
         "the _versions folder. Over MCP the protocol adds the tools/list column (the Python SDK client's "
-        "validation included). Above 300k (1M here) LanceDB's ANN and full-text indexes answer. The query is "
+        "validation included). Above 300k (1M here) LanceDB's ANN and full-text indexes answer, and the second "
+        "hop (retrieval/bridge.py, for ~40% of queries) is one more LanceDB full-text search. The query is "
         "embedded by the model's int8 copy (~1 ms). What would close more: an IVF partition of the in-memory "
         "matrix and BM25 postings held for 1M rows (the matrix is a quarter of float32's size, but the index "
-        "stops at 300k rows)."
+        "stops at 300k rows); meanwhile, the second hop kept to the read index's sizes."
     ),
     "recall / brute force": (
-        "The reference is the query embedding plus one float32 matrix product with BLAS on every core; recall adds "
-        "the full-text search, building ~100 candidate records and ranking (see recall e2e), and its own product "
-        "runs on one BLAS thread (faster inside a whole recall: the idle threads slowed the embedding)."
+        "The reference is the query embedding (by the same int8 model: ~0.8 ms, so the ratio rose when the model "
+        "got faster) plus one float32 matrix product with BLAS on every core; recall adds "
+        "the full-text search, building ~100 candidate records, ranking and the second hop's search for ~40% of "
+        "queries (see recall e2e), and its own product runs on one BLAS thread (faster inside a whole recall: the "
+        "idle threads slowed the embedding): ~5 ms for the int8 product over 100k rows, the floor of NumPy's "
+        "int8-to-float32 blocks (onnxruntime's MatMulInteger measured no faster on this CPU)."
     ),
     "bulk import": (
         "Embedding is the whole cost (the write path alone runs at ~17k rows/s). The model's int8 copy embeds "

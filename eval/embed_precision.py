@@ -4,8 +4,9 @@
 
 Both precisions embed every LoCoMo turn (as `eval.locomo` writes them) and every question of
 categories 1-4. Reported, per precision: one query's embedding time (median over the questions,
-each round alternating the two models so a noisy machine hurts both alike), batch throughput
-(turns/s, batches of 64, shortest first as the bulk import does), and dense-only evidence
+each round alternating the two models so a noisy machine hurts both alike), throughput (turns/s,
+shortest first as the bulk import does, through `FastEmbedder.embed`: float32 in batches of 64,
+int8 one text at a time), and dense-only evidence
 R@10 / hit@5 / MRR; between them: the cosine of each turn's two vectors and the overlap of each
 question's top 10. Results go to eval/results/embed_precision.{json,md}.
 """
@@ -134,7 +135,7 @@ def render(payload: dict[str, Any]) -> str:
         (f"{payload['turns']} LoCoMo turns, {payload['questions']} questions (categories 1–4); "
          f"medians over {payload['rounds']} rounds, the two models alternating."),
         "",
-        md_table(["precision", "one query ms (median)", "batch turns/s", "dense R@10", "dense hit@5", "dense MRR"], rows),
+        md_table(["precision", "one query ms (median)", "turns/s (bulk import)", "dense R@10", "dense hit@5", "dense MRR"], rows),
         "",
         (f"Cosine between a turn's int8 and float32 vectors: median {cos['median']:.4f}, 1st percentile "
          f"{cos['p01']:.4f}, min {cos['min']:.4f}. Questions' dense top 10 shared by both: "

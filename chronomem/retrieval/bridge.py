@@ -5,9 +5,10 @@ the port is in "notifications-svc listens on port 8576", which shares no word wi
 the name the first memory brought. When the best match leaves some of the question's terms
 uncovered and names things the question does not, one full-text search for those names with the
 question's uncovered terms looks for the memory that closes the gap; the first match that carries
-one of the names and an uncovered term is placed second, right after the memory that led to it.
+one of the names and an uncovered term joins the first five results (fifth), unless it is there.
 
-Pure except for `store.text_search`; the first place is never taken, so a one-hop answer keeps it.
+Pure except for `store.text_search`; the first four places are never taken, so a one-hop answer,
+and the next best matches, keep theirs.
 """
 
 from __future__ import annotations

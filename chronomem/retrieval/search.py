@@ -82,7 +82,7 @@ def hybrid_search(
 
 
 def _second_hop(store: MemoryStore, query: QueryInfo, hits: list[Hit], flt: Filter) -> list[Hit]:
-    """`hits` with the memory the best one points to placed second (bridge.py), when there is one."""
+    """`hits` with the memory the best one points to among the first five (bridge.py), when there is one."""
     found = bridge_search(store, query, [h.record for h in hits], flt)
     if found is None:
         return hits
