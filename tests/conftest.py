@@ -21,12 +21,26 @@ def model_dir() -> Path:
     return Path(os.environ.get("CHRONOMEM_MODEL_PATH", DEFAULT_MODEL_DIR))
 
 
+_RUN_CACHE: list[str] = []
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The model's int8 copy (made once per run, ~2 s) goes to a folder of this run, not the user's cache."""
     if "CHRONOMEM_CACHE_DIR" not in os.environ:
         import tempfile
 
-        os.environ["CHRONOMEM_CACHE_DIR"] = tempfile.mkdtemp(prefix="chronomem-test-cache-")
+        _RUN_CACHE.append(tempfile.mkdtemp(prefix="chronomem-test-cache-"))
+        os.environ["CHRONOMEM_CACHE_DIR"] = _RUN_CACHE[0]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove this run's cache folder (~60 MB: the int8 copy)."""
+    import shutil
+
+    for folder in _RUN_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get("CHRONOMEM_CACHE_DIR") == folder:
+            del os.environ["CHRONOMEM_CACHE_DIR"]
 
 
 @pytest.fixture(scope="session")
