@@ -1,16 +1,22 @@
-"""`DenseMatrix`: the read index's vectors, for an exact top-k by cosine at a quarter of the memory.
+"""`DenseMatrix`: the read index's vectors, for a top-k by cosine at a quarter of the memory.
 
 Held in memory as int8 codes with one scale per row (a row's largest component maps to ±127),
 ~0.4 kB a row instead of 1.5 kB of float32. The float32 rows themselves are written to an unnamed
 temporary file in the store's directory and read back with `pread` only for the few rows a search
 needs: they live in the operating system's page cache (shared, evictable), not in the process.
 
-A search is exact, not approximate: every row's product with the query is computed from its
-codes, converted a block at a time (int8 → float32 is a fast cast, then one BLAS product per
-block: about as fast as the float32 product, which is bound by memory); rounding moves a row's
-product by at most `scale / 2 · Σ|query|`. The best candidates by that estimate are re-scored
-from their float32 rows, and any row whose estimate plus its bound could still reach the
-`limit`-th exact score is re-scored too, so the result is the exact top-k.
+Up to `SHORTLIST_MIN_ROWS` rows a search is exact: every row's product with the query is computed
+from its codes, converted a block at a time (int8 → float32 is a fast cast, then one BLAS product per
+block); rounding moves a row's product by at most `scale / 2 · Σ|query|`. The best candidates by that
+estimate are re-scored from their float32 rows, and any row whose estimate plus its bound could still
+reach the `limit`-th exact score is re-scored too, so the result is the exact top-k.
+
+Above it, converting every row's codes is most of a recall (~5 ms of ~15 at 100k rows), so a search
+first shortlists rows by a 64-dimensional projection of the vectors (the principal axes of a sample
+of the rows, refitted each time the matrix doubles): a float32 product over a sixth of the width, no
+conversion. The shortlist (`SHORTLIST` rows, more for a large `limit`) then goes through the exact
+steps above. Measured on 100k real vectors (LoCoMo turns varied), the shortlist keeps 99.7% of the
+exact top 50; the returned scores are always the exact float32 ones.
 
 Without `os.pread` (Windows) or a writable store directory the float32 rows stay in memory.
 """
@@ -34,6 +40,15 @@ OVERSAMPLE = 4
 MIN_EXTRA = 64
 #: Slack added to each row's rounding bound for float32 accumulation error.
 SLACK = 1e-5
+#: Rows from which a search shortlists by the projection first (below, every row's codes are converted).
+SHORTLIST_MIN_ROWS = 50_000
+#: Width of the projection the shortlist is picked by.
+PROJECTED_DIMS = 64
+#: Rows shortlisted: at least this many, and `SHORTLIST_PER_RESULT` per result asked for.
+SHORTLIST = 2_000
+SHORTLIST_PER_RESULT = 40
+#: Rows sampled to fit the projection's axes.
+FIT_SAMPLE = 20_000
 
 
 class DenseMatrix:
@@ -46,6 +61,9 @@ class DenseMatrix:
         self._codes = np.zeros((cap, dim), dtype=np.int8)
         self._scales = np.zeros(cap, dtype=np.float32)
         self._block = np.empty((BLOCK_ROWS, dim), dtype=np.float32)
+        self._axes: np.ndarray | None = None  # (dim, PROJECTED_DIMS) once fitted
+        self._fitted_at = 0  # rows when the axes were fitted
+        self._projected = np.zeros((0, PROJECTED_DIMS), dtype=np.float32)
         self._file: Any = None
         self._exact: np.ndarray | None = None  # float32 rows when there is no spill file
         if spill_dir is not None and hasattr(os, "pread"):
@@ -86,6 +104,10 @@ class DenseMatrix:
             assert self._exact is not None
             self._exact[first:end] = rows
         self.n = end
+        if self._axes is not None and end < 2 * self._fitted_at:
+            self._projected[first:end] = self._decoded(first, end) @ self._axes
+        elif end >= SHORTLIST_MIN_ROWS and self.dim > 2 * PROJECTED_DIMS:
+            self._fit_projection()
 
     def _grow(self, need: int) -> None:
         cap = len(self._scales)
@@ -96,6 +118,25 @@ class DenseMatrix:
         self._scales = resized(self._scales, cap)
         if self._exact is not None:
             self._exact = resized(self._exact, cap)
+        if self._axes is not None:
+            self._projected = resized(self._projected, cap)
+
+    def _decoded(self, start: int, end: int) -> np.ndarray:
+        """Rows `start:end` rebuilt from their codes (float32, within the rounding bound of the originals)."""
+        return self._codes[start:end].astype(np.float32) * self._scales[start:end, None]
+
+    def _fit_projection(self) -> None:
+        """Fit the projection's axes to a sample of the rows (their principal directions) and project every row."""
+        rng = np.random.default_rng(0)  # a fixed sample: the same rows give the same shortlists
+        sample = np.sort(rng.choice(self.n, min(FIT_SAMPLE, self.n), replace=False))
+        decoded = self._codes[sample].astype(np.float32) * self._scales[sample, None]
+        _, _, axes = np.linalg.svd(decoded - decoded.mean(axis=0), full_matrices=False)
+        self._axes = np.ascontiguousarray(axes[:PROJECTED_DIMS].T, dtype=np.float32)
+        self._projected = np.zeros((len(self._scales), PROJECTED_DIMS), dtype=np.float32)
+        for start in range(0, self.n, BLOCK_ROWS):
+            end = min(start + BLOCK_ROWS, self.n)
+            self._projected[start:end] = self._decoded(start, end) @ self._axes
+        self._fitted_at = self.n
 
     def rows(self, indices: np.ndarray) -> np.ndarray:
         """The float32 rows at `indices`, in that order (a fresh array)."""
@@ -112,8 +153,10 @@ class DenseMatrix:
             out[i] = np.frombuffer(data, dtype=np.float32)
         return out
 
-    def estimates(self, query: np.ndarray) -> np.ndarray:
-        """Every row's product with `query` from its int8 codes (within `bounds` of the exact product)."""
+    def estimates(self, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Every row's (or `rows`') product with `query` from its int8 codes (within `bounds` of the exact product)."""
+        if rows is not None:
+            return (self._codes[rows].astype(np.float32) @ query) * self._scales[rows]
         out = np.empty(self.n, dtype=np.float32)
         for start in range(0, self.n, BLOCK_ROWS):
             end = min(start + BLOCK_ROWS, self.n)
@@ -123,28 +166,50 @@ class DenseMatrix:
         out *= self._scales[: self.n]
         return out
 
-    def bounds(self, query: np.ndarray) -> np.ndarray:
-        """Per row, the most its estimate can differ from its exact product with `query`."""
-        return self._scales[: self.n] * np.float32(0.5 * float(np.abs(query).sum())) + np.float32(SLACK)
+    def bounds(self, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Per row (or per one of `rows`), the most its estimate can differ from its exact product with `query`."""
+        scales = self._scales[: self.n] if rows is None else self._scales[rows]
+        return scales * np.float32(0.5 * float(np.abs(query).sum())) + np.float32(SLACK)
+
+    def shortlist(self, query: np.ndarray, keep: np.ndarray, size: int) -> np.ndarray | None:
+        """The `size` rows among `keep` whose projections best match the query's, or None when every kept row
+        should be searched (no projection yet, or no more kept rows than `size`)."""
+        if self._axes is None:
+            return None
+        kept = keep[: self.n]
+        if int(kept.sum()) <= size:
+            return None
+        scores = self._projected[: self.n] @ (query @ self._axes)
+        scores[~kept] = -np.inf
+        return np.sort(np.argpartition(-scores, size - 1)[:size])
 
     def top(self, query: np.ndarray, keep: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The exact top-`limit` rows among `keep` by product with the unit `query`, best first:
-        (row numbers, exact scores, their float32 rows)."""
+        """The top-`limit` rows among `keep` by product with the unit `query`, best first: (row numbers, exact
+        scores, their float32 rows). Exact up to `SHORTLIST_MIN_ROWS` rows, among a shortlist above."""
         query = np.ascontiguousarray(query, dtype=np.float32)
         available = int(keep[: self.n].sum())
         k = min(limit, available)
         if k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), np.empty((0, self.dim), np.float32)
-        estimate = self.estimates(query)
-        estimate[~keep[: self.n]] = -np.inf
-        first = top_rows(estimate, max(OVERSAMPLE * limit, limit + MIN_EXTRA), available)
+        candidates = self.shortlist(query, keep, max(SHORTLIST, SHORTLIST_PER_RESULT * limit))
+        if candidates is None:
+            candidates = np.arange(self.n)
+            estimate = self.estimates(query)
+            estimate[~keep[: self.n]] = -np.inf
+            bounds = self.bounds(query)
+        else:
+            available = len(candidates)
+            estimate = self.estimates(query, candidates)
+            bounds = self.bounds(query, candidates)
+        best = top_rows(estimate, max(OVERSAMPLE * limit, limit + MIN_EXTRA), available)  # positions in candidates
+        first = candidates[best]
         vectors = self.rows(first)
         exact = vectors @ query
         if len(first) < available:  # rows left out whose estimate could still reach the k-th exact score
             kth = np.partition(exact, len(exact) - k)[len(exact) - k]
-            reach = estimate + self.bounds(query) >= kth
-            reach[first] = False
-            more = np.flatnonzero(reach)
+            reach = estimate + bounds >= kth
+            reach[best] = False
+            more = candidates[np.flatnonzero(reach)]
             if len(more):
                 extra = self.rows(more)
                 first = np.concatenate([first, more])

@@ -4,7 +4,7 @@ LanceDB stays the store of record. A recall used to cost two LanceDB queries (th
 search and the filtered full-text search, ~50 ms at 100k rows, each re-reading the table's state);
 this copy answers both in a few milliseconds: the filter columns as NumPy arrays, the normalised
 vectors as a `DenseMatrix` (int8 codes in memory, float32 rows spilled to an unnamed file in the store
-directory; its top-k is exact: no ANN recall loss), an
+directory; its top-k is exact up to 50k rows, above that taken from a shortlist that keeps 99.7% of it), an
 inverted index of the content's terms scored with BM25 (`retrieval.terms`, so code identifiers,
 paths and camelCase are matched whole and split), and the result columns as one Arrow table.
 

@@ -84,3 +84,60 @@ def test_codes_take_a_quarter_of_the_memory_and_zero_rows_stay_exact(tmp_path: P
     empty, _, _ = matrix.top(query, np.zeros(100, dtype=bool), 5)
     assert len(empty) == 0
     matrix.close()
+
+
+def low_rank_rows(rng: np.random.Generator, n: int, dim: int = 48, rank: int = 6) -> np.ndarray:
+    """Rows whose variance lies mostly in a few directions, as sentence embeddings' does."""
+    mixing = rng.standard_normal((rank, dim)).astype(np.float32)
+    rows = rng.standard_normal((n, rank)).astype(np.float32) @ mixing + rng.normal(0, 0.3, (n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def small_shortlist(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(densematrix, "SHORTLIST_MIN_ROWS", 2_000)
+    monkeypatch.setattr(densematrix, "PROJECTED_DIMS", 8)
+    monkeypatch.setattr(densematrix, "SHORTLIST", 300)
+    monkeypatch.setattr(densematrix, "SHORTLIST_PER_RESULT", 10)
+    monkeypatch.setattr(densematrix, "FIT_SAMPLE", 1_500)
+
+
+@pytest.mark.usefixtures("small_shortlist")
+def test_a_large_matrix_searches_a_shortlist_that_keeps_the_best_rows(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    rows = low_rank_rows(rng, 6_000)
+    matrix = DenseMatrix(48, tmp_path)
+    matrix.append(rows[:1_500])
+    assert matrix._axes is None  # below SHORTLIST_MIN_ROWS: every row is searched
+    matrix.append(rows[1_500:3_000])
+    assert matrix._axes is not None and matrix._fitted_at == 3_000
+    matrix.append(rows[3_000:])  # past twice the fitted size: fitted again
+    assert matrix._fitted_at == 6_000
+    keep = rng.random(6_000) < 0.8
+    kept_share = []
+    for _ in range(30):
+        query = rows[rng.integers(0, 6_000)] + rng.normal(0, 0.05, 48).astype(np.float32)
+        query /= np.linalg.norm(query)
+        short = matrix.shortlist(query, keep, 300)
+        assert short is not None and len(short) == 300 and keep[short].all()
+        found, scores, vectors = matrix.top(query, keep, 20)
+        assert keep[found].all() and len(found) == 20
+        assert scores == pytest.approx(rows[found] @ query, abs=1e-6)  # the scores are the exact ones
+        assert np.array_equal(vectors, rows[found])
+        truth = brute_force(rows, query, keep, 20)
+        assert found[0] == truth[0]
+        kept_share.append(len(set(found.tolist()) & set(truth)) / 20)
+    assert np.mean(kept_share) >= 0.95
+
+
+@pytest.mark.usefixtures("small_shortlist")
+def test_a_filter_keeping_fewer_rows_than_the_shortlist_is_searched_exactly(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    rows = low_rank_rows(rng, 4_000)
+    matrix = DenseMatrix(48, tmp_path)
+    matrix.append(rows)
+    keep = np.zeros(4_000, dtype=bool)
+    keep[rng.choice(4_000, 250, replace=False)] = True
+    query = rows[17]
+    assert matrix.shortlist(query, keep, 300) is None
+    assert matrix.top(query, keep, 25)[0].tolist() == brute_force(rows, query, keep, 25)
