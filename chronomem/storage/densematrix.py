@@ -130,8 +130,9 @@ class DenseMatrix:
         rng = np.random.default_rng(0)  # a fixed sample: the same rows give the same shortlists
         sample = np.sort(rng.choice(self.n, min(FIT_SAMPLE, self.n), replace=False))
         decoded = self._codes[sample].astype(np.float32) * self._scales[sample, None]
-        _, _, axes = np.linalg.svd(decoded - decoded.mean(axis=0), full_matrices=False)
-        self._axes = np.ascontiguousarray(axes[:PROJECTED_DIMS].T, dtype=np.float32)
+        centred = decoded - decoded.mean(axis=0)
+        _, vectors = np.linalg.eigh(centred.T @ centred)  # the covariance's eigenvectors, ascending; no U as in an SVD
+        self._axes = np.ascontiguousarray(vectors[:, ::-1][:, :PROJECTED_DIMS], dtype=np.float32)
         self._projected = np.zeros((len(self._scales), PROJECTED_DIMS), dtype=np.float32)
         for start in range(0, self.n, BLOCK_ROWS):
             end = min(start + BLOCK_ROWS, self.n)

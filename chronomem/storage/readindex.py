@@ -94,6 +94,7 @@ class _Postings:
         self.tail: dict[int, list[tuple[int, int]]] = {}
         self.tail_size = 0
         self.df = np.zeros(0, dtype=np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # bulk postings not yet merged
 
     def _term_id(self, term: str) -> int:
         tid = self.vocab.get(term)
@@ -124,8 +125,8 @@ class _Postings:
         new_tids = np.frombuffer(tids, dtype=np.int32) if tids else np.empty(0, dtype=np.int32)
         if len(new_tids):
             self.df += np.bincount(new_tids, minlength=len(self.df))
-        if len(term_lists) >= BULK_ROWS:
-            self._merge(new_tids, np.frombuffer(rows, dtype=np.int32), np.frombuffer(tfs, dtype=np.int32))
+        if len(term_lists) >= BULK_ROWS:  # merged on the next read: a build's batches are sorted in once
+            self._pending.append((new_tids, np.frombuffer(rows, dtype=np.int32), np.frombuffer(tfs, dtype=np.int32)))
             return lengths
         for tid, row, tf in zip(tids, rows, tfs, strict=True):
             self.tail.setdefault(tid, []).append((row, tf))
@@ -136,6 +137,7 @@ class _Postings:
 
     def _fold_tail(self) -> None:
         """Merge the tail into the sorted block."""
+        self.settle()
         t_tids, t_rows, t_tfs = array("i"), array("i"), array("i")
         for tid, pairs in self.tail.items():
             for row, tf in pairs:
@@ -161,10 +163,17 @@ class _Postings:
         self.ptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(np.bincount(all_tids, minlength=n_terms), out=self.ptr[1:])
 
+    def settle(self) -> None:
+        """Merge the bulk postings added since the last read (a build's batches, all at once)."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self._merge(*(np.concatenate(parts) for parts in zip(*pending, strict=True)))
+
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         tid = self.vocab.get(term)
         if tid is None:
             return None
+        self.settle()
         rows, tfs = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float32)
         if tid + 1 < len(self.ptr):
             lo, hi = self.ptr[tid], self.ptr[tid + 1]
@@ -234,6 +243,7 @@ class ReadIndex:
         for batch in table.search().limit(scan_limit).to_batches(BUILD_BATCH):
             if batch.num_rows:
                 self._append(pa.Table.from_batches([batch]))
+        self._postings.settle()
         self._chunks = [pa.concat_tables(self._chunks).combine_chunks()] if len(self._chunks) > 1 else self._chunks
         self._payload = None
 
