@@ -60,6 +60,8 @@ TAIL_FOLD = 50_000
 MAX_BUILT = 5_000
 #: Appended Arrow chunks (one per write) before they are combined into one.
 MAX_CHUNKS = 64
+#: Row masks of "live" filters kept for reuse (recall asks for the same slice, at a later `now`, call after call).
+MASK_CACHE = 8
 
 _OPEN = np.iinfo(np.int64).max  # NULL invalid_at / expired_at: open-ended
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -222,6 +224,8 @@ class ReadIndex:
         self._payload: Any = None
         self._overrides: dict[int, dict[str, Any]] = {}
         self._built: dict[int, MemoryRecord] = {}  # rows already made into records (no vector), reused
+        self._masks: dict[tuple[Any, ...], tuple[int, int, int, int, np.ndarray]] = {}  # see `mask`
+        self._length_sum = 0.0  # BM25's average length is this over the rows (rows never leave the copy)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -270,6 +274,7 @@ class ReadIndex:
         count = data.num_rows
         if not count:
             return
+        self._masks.clear()
         first = self._n
         self._grow(first + count)
         end = first + count
@@ -294,6 +299,7 @@ class ReadIndex:
         self._kind[first:end] = [self._code("kind", k) for k in data.column("kind").to_pylist()]
         contents = data.column("content").to_pylist()
         self._lengths[first:end] = self._postings.add(first, [_terms(c) for c in contents])
+        self._length_sum += float(self._lengths[first:end].sum(dtype=np.float64))
         for offset, memory_id in enumerate(ids):
             self._pos[memory_id] = first + offset
         self._n = end
@@ -302,6 +308,7 @@ class ReadIndex:
 
     def _replace(self, rows: dict[int, dict[str, Any]]) -> None:
         """New values for rows already held (result columns as a dict per row; vectors never change)."""
+        self._masks.clear()
         for row, values in rows.items():
             for name in _TIMES:
                 value = values.get(name)
@@ -443,11 +450,38 @@ class ReadIndex:
 
     # ------------------------------------------------------------------ searching
     def mask(self, flt: Filter) -> np.ndarray | None:
-        """Rows passing `flt`, or None when it has a clause the index cannot evaluate."""
+        """Rows passing `flt` (read-only), or None when it has a clause the index cannot evaluate.
+
+        A filter with one "live" clause (the slice at a moment) is kept with the span of moments over
+        which no row's times change its answer: the next call for the same slice at a later moment in
+        that span (recall's `now`, a moment later) reuses it. Any write to the copy drops what is kept."""
+        live = [op for op in flt.ops if op[0] == "live"]
+        if len(live) != 1 or any(op[0] in ("ids", "sql") for op in flt.ops):
+            return self._evaluate(flt.ops)
+        at, known_at = live[0][1], live[0][2]
+        key = tuple(("live",) if op[0] == "live" else op for op in flt.ops)
+        kept = self._masks.get(key)
+        if kept is not None:
+            at_from, at_until, known_from, known_until, keep = kept
+            if at_from <= at < at_until and known_from <= known_at < known_until:
+                return keep
+        keep = self._evaluate(flt.ops)
+        if keep is None:
+            return None
+        keep.flags.writeable = False
+        n = self._n
+        at_until = min(_next_after(self._times[name][:n], at) for name in ("valid_at", "invalid_at"))
+        known_until = min(_next_after(self._times[name][:n], known_at) for name in ("created_at", "expired_at"))
+        if len(self._masks) >= MASK_CACHE:
+            self._masks.pop(next(iter(self._masks)))
+        self._masks[key] = (at, at_until, known_at, known_until, keep)
+        return keep
+
+    def _evaluate(self, ops: tuple[tuple[Any, ...], ...]) -> np.ndarray | None:
         n = self._n
         keep = self._alive[:n].copy()
         t = {name: self._times[name][:n] for name in _TIMES}
-        for op in flt.ops:
+        for op in ops:
             name = op[0]
             if name == "live":
                 at, known_at = op[1], op[2]
@@ -529,9 +563,8 @@ class ReadIndex:
     ) -> list[tuple[MemoryRecord, float]]:
         n = self._n
         scores = np.zeros(n, dtype=np.float32)
-        alive = max(int(self._alive[:n].sum()), 1)
-        avg_length = float(self._lengths[:n][self._alive[:n]].mean()) if n and self._alive[:n].any() else 1.0
-        avg_length = avg_length or 1.0
+        alive = max(n, 1)
+        avg_length = (self._length_sum / n if n else 1.0) or 1.0
         for term in dict.fromkeys(_terms(text)):
             found = self._postings.postings(term)
             if found is None:
@@ -542,9 +575,9 @@ class ReadIndex:
             lengths = self._lengths[rows]
             weight = tfs * (BM25_K1 + 1) / (tfs + BM25_K1 * (1 - BM25_B + BM25_B * lengths / avg_length))
             scores[rows] += idf * weight  # a term lists each row once: plain fancy indexing adds right
-        scores[~keep] = 0.0
-        matched = int((scores > 0).sum())
-        rows = top_rows(np.where(scores > 0, scores, -np.inf), limit, matched)
+        scores *= keep
+        matched = int(np.count_nonzero(scores))
+        rows = top_rows(scores, limit, matched)  # scores are > 0 where a term matched: the top `matched` rows
         return self._records(rows, scores[rows], with_vectors)
 
     def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None:
@@ -614,6 +647,11 @@ def one_blas_thread() -> None:
         threadpool_limits(1, user_api="blas")
     except Exception:  # a BLAS threadpoolctl cannot drive only costs speed
         log.debug("could not limit BLAS threads", exc_info=True)
+
+
+def _next_after(times: np.ndarray, moment: int) -> int:
+    """The earliest of `times` later than `moment` (open-ended when there is none)."""
+    return int(np.min(times, where=times > moment, initial=_OPEN))
 
 
 def _batches(items: list[str], size: int = FETCH_BATCH) -> Iterable[list[str]]:

@@ -316,3 +316,30 @@ def test_a_search_the_index_fails_is_answered_by_lancedb(pair: tuple[MemoryStore
     assert ids(indexed.vector_search(query, Filter(), 10)) == ids(plain.vector_search(query, Filter(), 10))
     assert indexed.read_index is None
     assert not indexed.wait_for_read_index(), "no rebuild loop: LanceDB answers from now on"
+
+
+def test_a_live_slice_kept_for_later_moments_is_right_at_every_moment_and_after_writes(
+    pair: tuple[MemoryStore, MemoryStore],
+) -> None:
+    indexed, plain = pair
+    rng = random.Random(11)
+    rows = make_rows(rng, 300)
+    indexed.add(rows[:200])
+    index = indexed.read_index
+    assert index is not None
+    reused = 0
+    previous = None
+    for step in range(0, 24 * 100, 7):  # hour by hour across every row's times, forwards as recall's `now` goes
+        moment = T0 + timedelta(hours=step)
+        flt = Filter().live(moment, moment).projects(["alpha", "beta"])
+        keep = index.mask(flt)
+        assert keep is not None and keep.tolist() == index._evaluate(flt.ops).tolist(), moment
+        reused += keep is previous
+        previous = keep
+        if step == 24 * 50:  # a write between two moments is seen at once
+            indexed.add(rows[200:])
+            query = rows[250].vector
+            assert ids(indexed.vector_search(query, flt, 10)) == ids(plain.vector_search(query, flt, 10))
+    assert reused > 0  # the span between two rows' times was used
+    with pytest.raises(ValueError):
+        keep[0] = not keep[0]  # callers cannot change a kept mask
