@@ -182,6 +182,7 @@ class MemoryService:
         name = project if project is not None and project != "" else self.settings.project
         if not name:
             return os.getcwd()
+        name = validate_project(name)  # a tool's `project` argument, unchecked until here (as_of's git refs)
         if os.path.isabs(name) and os.path.isdir(name):
             return name
         return None

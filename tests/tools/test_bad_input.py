@@ -179,6 +179,13 @@ def test_absurd_dates_are_refused_in_one_line(seeded: MemoryService, date: str) 
     assert seeded.store.count() >= rows
 
 
+@pytest.mark.parametrize("project", [True, 7, ["proj"], {"a": 1}])
+def test_as_of_at_a_git_ref_with_a_project_that_is_not_a_string_is_refused(seeded: MemoryService, project: Any) -> None:
+    # found by the test above: the ref's repository was looked up from the project before it was checked
+    with pytest.raises(InvalidInput, match="project must be a non-empty string"):
+        as_of(seeded, "tests", at="0", project=project)
+
+
 def deep(levels: int) -> Any:
     value: Any = "x"
     for _ in range(levels):
