@@ -133,23 +133,22 @@ REMEDIES: dict[str, str] = {
         "(a write-ahead log flushed to LanceDB in batches), and a server loop without the thread hops."
     ),
     "recall e2e": (
-        "Up to 300k rows the read index answers both searches: the int8 product over every row with exact "
-        "re-scoring (~1/3 of a recall at 100k), BM25 postings (~15%), the query embedding (~20%), the candidate "
-        "records (~15%) and ranking (~8%) (py-spy in the server, 100k); a table version check is one stat of "
-        "the _versions folder. Over MCP the protocol adds the tools/list column (the Python SDK client's "
-        "validation included). Above 300k (1M here) LanceDB's ANN and full-text indexes answer, and the second "
-        "hop (retrieval/bridge.py, for ~40% of queries) is one more LanceDB full-text search. The query is "
-        "embedded by the model's int8 copy (~1 ms). What would close more: an IVF partition of the in-memory "
-        "matrix and BM25 postings held for 1M rows (the matrix is a quarter of float32's size, but the index "
-        "stops at 300k rows); meanwhile, the second hop kept to the read index's sizes."
+        "The read index answers both searches up to CHRONOMEM_READ_INDEX_ROWS (2M): above 50k rows the dense "
+        "search shortlists 2,000 rows by a 64-dim projection of the vectors (~2 ms at 100k, ~20 ms at 1M: a "
+        "memory-bound product over 256 MB) before the int8 pass and exact re-scoring; BM25 postings, the query "
+        "embedding (~1 ms, int8 model), the candidate records and ranking are the rest; a live slice's row mask "
+        "is reused while no row's times change it, and a table version check is one stat of the _versions "
+        "folder. Over MCP the protocol adds the tools/list column (the Python SDK client's validation included). "
+        "What would close more at 1M: int8 or narrower projections (half the bytes read), or a coarse partition "
+        "of the projected rows."
     ),
     "recall / brute force": (
-        "The reference is the query embedding (by the same int8 model: ~0.8 ms, so the ratio rose when the model "
-        "got faster) plus one float32 matrix product with BLAS on every core; recall adds "
-        "the full-text search, building ~100 candidate records, ranking and the second hop's search for ~40% of "
-        "queries (see recall e2e), and its own product runs on one BLAS thread (faster inside a whole recall: the "
-        "idle threads slowed the embedding): ~5 ms for the int8 product over 100k rows, the floor of NumPy's "
-        "int8-to-float32 blocks (onnxruntime's MatMulInteger measured no faster on this CPU)."
+        "The reference is the query embedding (by the same int8 model: ~0.8 ms) plus one float32 matrix product "
+        "with BLAS on every core; recall adds the full-text search, building ~100 candidate records, ranking and "
+        "the second hop's search for ~40% of queries (see recall e2e). Its dense search is no longer a pass over "
+        "every row above 50k rows (a 64-dim projection shortlists 2,000; 99.8% of the exact top 50 kept on the "
+        "100k bench vectors). What would close more: fewer candidate records made per recall (~1/4 of it), "
+        "BM25 over the touched postings only."
     ),
     "bulk import": (
         "Embedding is the whole cost (the write path alone runs at ~17k rows/s). The model's int8 copy embeds "
@@ -161,8 +160,9 @@ REMEDIES: dict[str, str] = {
     ),
     "server RSS": (
         "The base server holds ~300 MB: imports (mcp, pyarrow, lancedb) and the ONNX model (its int8 copy, 58 MB "
-        "on disk against 90) with onnxruntime's arena. The read index adds ~1.5 kB a row (int8 vectors 0.4 kB with their float32 rows spilled to an "
-        "unnamed file in the store directory, result columns, postings, id map, 5,000 made records); LanceDB's "
+        "on disk against 90) with onnxruntime's arena. The read index adds ~1.6 kB a row (int8 vectors 0.4 kB with their float32 rows spilled to an "
+        "unnamed file in the store directory, a 64-dim projection 0.26 kB above 50k rows, result columns, "
+        "postings, id map, 5,000 made records); LanceDB's "
         "index cache is cut to 16 MB once the copy answers. CHRONOMEM_READ_INDEX_ROWS lowers the copy's reach "
         "on small machines (it trades memory for latency; 0 turns it off)."
     ),

@@ -16,7 +16,7 @@ Kept in step with the table's version, never trusted blindly:
   then the new or changed rows read by id; rows gone (a purge) make it read the whole table again.
 
 Searches whose filter has a clause the index cannot evaluate (`Filter.ops` "sql"), and tables
-larger than CHRONOMEM_READ_INDEX_ROWS (the copy costs ~1.5 kB of RAM per row), go to LanceDB as before.
+larger than CHRONOMEM_READ_INDEX_ROWS (2M; the copy costs ~1.6 kB of RAM per row), go to LanceDB as before.
 
 Building one puts the process's BLAS on one thread (`one_blas_thread`): the dense search is a
 memory-bound matrix-vector product that a second thread barely speeds up, while OpenBLAS's idle
