@@ -11,7 +11,7 @@
    sets the score sum did better (see README "How recall ranks").
 3. **Demote** memories that are about another project of the store (they name it, not ours).
 4. **Let the newer win**: among the leading candidates that are about the same thing
-   as the best one (similar vectors, or sharing the entity the query names), the one
+   as the best one (similar vectors, or naming every asked-for name the best one names), the one
    valid latest comes first — oldest first when the query asks for a history, and no
    reordering for a question about an event ("when did we…").
 5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
@@ -195,8 +195,8 @@ def _newer_wins(
         if top_slot is not None and slot is not None and slot != top_slot:
             continue  # the consolidator already told these apart: different (subject, predicate) slots
         names = {e for e in wanted if e in c.record.content.lower()}
-        if top_names and not names:
-            continue  # the best match names what was asked; this one does not
+        if top_names - names:
+            continue  # the best match names what was asked and this one does not, or only part of it
         cover = coverage(asked, c.record.content)
         if top_names and names & top_names and cover >= top_cover - config.entity_coverage_slack:
             group.append(item)  # the same named thing, and still about what was asked of it

@@ -108,3 +108,13 @@ def test_facts_on_different_slots_are_not_one_thing_for_the_newer_wins() -> None
     host.record.valid_at = port.record.valid_at.replace(year=port.record.valid_at.year + 1)
     outcome = rank(QueryInfo("what port is api on"), [port, host])
     assert texts(outcome)[0] == "p service port:api: 3060"
+
+
+def test_a_memory_naming_only_part_of_what_the_best_one_names_is_another_thing() -> None:
+    # The same test name in another file: not a newer word on the asked test, however recent.
+    asked = cand("tests/reporting/test_dedupe.py::test_unicode_names is stable now (PR #795).", days=0)
+    other = cand("Fixed the flaky tests/webhooks/test_expiry.py::test_unicode_names (PR #11).", days=30, d_rank=2, l_rank=2)
+    filler = [cand(f"filler {i}", d_rank=3 + i, l_rank=None, vector=[0.6, 0.8]) for i in range(10)]
+    info = QueryInfo("What's the status of the flaky tests/reporting/test_dedupe.py::test_unicode_names?")
+    outcome = rank(info, [asked, other, *filler])
+    assert texts(outcome)[0] == asked.record.content
