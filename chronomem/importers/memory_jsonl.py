@@ -245,7 +245,10 @@ def import_memory_jsonl(
             text = guard.clean(item.text, "observation")
             fact = None
             if item.fact is not None:
-                s, p, o = (guard.clean(part, name) for part, name in zip(item.fact, ("subject", "predicate", "object"), strict=True))
+                s, p, o = (
+                    guard.clean(part, name, name=name != "object")
+                    for part, name in zip(item.fact, ("subject", "predicate", "object"), strict=True)
+                )
                 fact = (s, p, o)
         except InvalidInput as exc:  # CHRONOMEM_SECRETS=reject
             report.bad_lines.append(BadLine(item.line, str(exc)))

@@ -8,10 +8,11 @@
    query's distinctive names a memory contains (weights in `RankConfig`, chosen on the
    dev data and shown in the ablation). Reciprocal rank fusion, the usual choice, keeps
    only each channel's order and throws away how far ahead the leader is; on both dev
-   sets the score sum did better (see README "How recall ranks").
+   sets the score sum did better (see README "How recall ranks"). A fact the agent stated
+   also scores by how well its slot (subject, predicate) matches the query.
 3. **Demote** memories that are about another project of the store (they name it, not ours).
 4. **Let the newer win**: among the leading candidates that are about the same thing
-   as the best one (similar vectors, or sharing the entity the query names), the one
+   as the best one (similar vectors, or naming every asked-for name the best one names), the one
    valid latest comes first — oldest first when the query asks for a history, and no
    reordering for a question about an event ("when did we…").
 5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
@@ -26,7 +27,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
+from chronomem.consolidate.resolve import EXTRACTED_SOURCES
 from chronomem.consolidate.salience import record_salience
+from chronomem.records import MemoryRecord
 from chronomem.retrieval.candidates import Candidate, cosine
 from chronomem.retrieval.terms import entities, terms
 
@@ -51,6 +54,12 @@ class RankConfig:
     salience_weight: float = 0.05  # of log1p(effective salience): reinforced memories lead, unused ones fade (never vanish)
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
     second_hop: bool = True  # look for the memory a name in the best match points to (retrieval/bridge.py)
+    # Of how well a stated fact's slot (subject and predicate, not the value) matches the query's terms
+    # (Dice overlap, `slot_match`): a question names the slot it asks the value of ("what port is
+    # inventory-api on" is service_port:inventory-api, not module_service:inventory whose value is
+    # inventory-api). As large as the lexical weight: with the agent's own facts, the slot asked about
+    # should lead. Only facts the agent stated (or imported): an extracted fact's slot is a guess.
+    slot_weight: float = 1.0
 
 
 DEFAULT_CONFIG = RankConfig()
@@ -105,7 +114,7 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
         return Ranking([], True, "no close match")
 
     wanted = distinctive(query_entities(query), pool, config)
-    items = _fuse(pool, wanted, config, query.now)
+    items = _fuse(pool, wanted, config, query.now, slot_query_terms(query), project_terms(query))
     _demote_foreign(items, query, config)
     for item in items:
         if hedged(item.candidate.record.content):
@@ -124,7 +133,46 @@ def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> s
     return {n for n in names if sum(n in t for t in texts) <= limit}
 
 
-def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig, now: datetime | None = None) -> list[Ranked]:
+def project_terms(query: QueryInfo) -> frozenset[str]:
+    """The words of the store's project names (a fact's subject is often one; they say nothing about its slot)."""
+    return frozenset(t for n in (*query.project_names, *query.other_project_names) for t in terms(n))
+
+
+def slot_query_terms(query: QueryInfo) -> set[str]:
+    """The query's terms without the words of the store's project names."""
+    names = project_terms(query)
+    return {t for t in terms(query.text) if t not in names}
+
+
+def slot_text(record: MemoryRecord) -> str:
+    """The words of a fact's slot: its sentence without the value (`proj service port inventory-api` for
+    `proj service port:inventory-api: 3060`, keeping the predicate as written), else subject and predicate."""
+    content, value = record.content.rstrip(), (record.object or "").strip()
+    if value and content.endswith(value):
+        key = content[: -len(value)].rstrip(" :")
+    else:
+        key = f"{record.subject or ''} {(record.predicate or '').replace('_', ' ')}"
+    return key.replace(":", " ")
+
+
+def slot_match(asked: set[str], record: MemoryRecord, ignore: frozenset[str] = frozenset()) -> float:
+    """Dice overlap of the query's terms and the words of a fact's slot (without `ignore`, the project
+    names): 1 when the query names the slot and nothing else, 0 for a chunk. Both sides count, so a slot
+    that shares one generic word with the query (`deploy` of `GitHub deploy token`) scores low."""
+    if not asked or record.kind != "fact":
+        return 0.0
+    key = set(terms(slot_text(record))) - ignore
+    return 2 * len(asked & key) / (len(asked) + len(key)) if key else 0.0
+
+
+def _fuse(
+    pool: list[Candidate],
+    wanted: set[str],
+    config: RankConfig,
+    now: datetime | None = None,
+    asked: set[str] = frozenset(),
+    ignore: frozenset[str] = frozenset(),
+) -> list[Ranked]:
     dense = [c.dense for c in pool if c.dense is not None]
     low, high = (min(dense), max(dense)) if dense else (0.0, 1.0)
     spread = high - low if high > low else 1.0
@@ -148,6 +196,11 @@ def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig, now: date
         if now is not None and config.salience_weight:
             score += config.salience_weight * math.log1p(record_salience(c.record, now))
         if c.record.kind == "fact":
+            if config.slot_weight and c.record.source not in EXTRACTED_SOURCES:
+                match = slot_match(asked, c.record, ignore)
+                if match:
+                    channels.append("slot")
+                    score += config.slot_weight * match
             score *= config.fact_boost
         out.append(Ranked(c, score, channels))
     return out
@@ -195,8 +248,8 @@ def _newer_wins(
         if top_slot is not None and slot is not None and slot != top_slot:
             continue  # the consolidator already told these apart: different (subject, predicate) slots
         names = {e for e in wanted if e in c.record.content.lower()}
-        if top_names and not names:
-            continue  # the best match names what was asked; this one does not
+        if top_names - names:
+            continue  # the best match names what was asked and this one does not, or only part of it
         cover = coverage(asked, c.record.content)
         if top_names and names & top_names and cover >= top_cover - config.entity_coverage_slack:
             group.append(item)  # the same named thing, and still about what was asked of it

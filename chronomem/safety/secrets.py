@@ -178,8 +178,13 @@ def shannon_entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
-def scan(text: str) -> list[Finding]:
-    """Every secret in `text`, as non-overlapping spans in order."""
+def scan(text: str, name: bool = False) -> list[Finding]:
+    """Every secret in `text`, as non-overlapping spans in order.
+
+    `name=True` reads `text` as a name (a fact's subject or predicate): there a word of letters after a
+    keyword (`secret_location:PagerDuty API token`) is part of the name, not an assigned password, so the
+    keyword detector takes only values with a digit or a symbol. Every other detector runs as usual.
+    """
     if not text:
         return []
     d = _detectors()
@@ -189,7 +194,7 @@ def scan(text: str) -> list[Finding]:
     offset = 0
     for line in text.split("\n"):
         if line.strip() and not _inside(offset, offset + len(line), covered):
-            found.extend(_scan_line(line, offset, d))
+            found.extend(_scan_line(line, offset, d, name))
         offset += len(line) + 1
     markers = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
     if markers:  # text redacted before: its markers are not secrets
@@ -223,7 +228,7 @@ def _positions(line: str, value: str) -> Iterator[int]:
         start = line.find(value, start + len(value))
 
 
-def _scan_line(line: str, offset: int, d: _Detectors) -> list[Finding]:
+def _scan_line(line: str, offset: int, d: _Detectors, name: bool = False) -> list[Finding]:
     out: list[Finding] = []
     for kind, detector in d.regex:
         # The detectors' own `analyze_string` yields regex groups, which for some patterns is only a prefix
@@ -236,7 +241,7 @@ def _scan_line(line: str, offset: int, d: _Detectors) -> list[Finding]:
     for kind, pattern, group in d.extras:
         for m in pattern.finditer(line):
             out.append(Finding(kind, offset + m.start(group), offset + m.end(group)))
-    out.extend(_keyword_findings(line, offset, d))
+    out.extend(_keyword_findings(line, offset, d, name))
     out.extend(_entropy_findings(line, offset))
     return out
 
@@ -260,7 +265,7 @@ def _secret_span(m: re.Match[str]) -> tuple[int, int]:
 _DELIMITERS = " \t\"'`=:[]"
 
 
-def _keyword_findings(line: str, offset: int, d: _Detectors) -> Iterator[Finding]:
+def _keyword_findings(line: str, offset: int, d: _Detectors, name: bool = False) -> Iterator[Finding]:
     from detect_secrets.filters.heuristic import is_indirect_reference
 
     if "=" not in line and ":" not in line:
@@ -270,7 +275,7 @@ def _keyword_findings(line: str, offset: int, d: _Detectors) -> Iterator[Finding
     for groups in d.keyword_groups:
         for raw in set(d.keyword.analyze_string(line, denylist_regex_to_group=groups)):
             value = _keyword_value(raw)
-            if value is None:
+            if value is None or (name and value.isalpha()):
                 continue
             for p in _positions(line, value):
                 yield Finding(KEYWORD, offset + p, offset + p + len(value))
@@ -373,11 +378,15 @@ class SecretGuard:
     def __post_init__(self) -> None:
         self.mode = check_mode(self.mode)
 
-    def clean(self, text: str, field_name: str) -> str:
-        """`text` as it may be stored: redacted, unchanged, or refused (InvalidInput) by mode."""
+    def clean(self, text: str, field_name: str, name: bool = False) -> str:
+        """`text` as it may be stored: redacted, unchanged, or refused (InvalidInput) by mode.
+
+        `name=True` for a fact's subject and predicate (see `scan`): redacting a word of a slot's name
+        would merge different slots (`secret_location:PagerDuty API token`, `…:Sentry API token`) into one.
+        """
         if self.mode == "allow" or not text:
             return text
-        findings = scan(text)
+        findings = scan(text, name)
         if not findings:
             return text
         counts = Counter(f.kind for f in findings)

@@ -82,8 +82,8 @@ def remember(
     fact_inputs = [
         f.model_copy(
             update={
-                "subject": guard.clean(f.subject, f"facts[{i}].subject"),
-                "predicate": guard.clean(f.predicate, f"facts[{i}].predicate"),
+                "subject": guard.clean(f.subject, f"facts[{i}].subject", name=True),
+                "predicate": guard.clean(f.predicate, f"facts[{i}].predicate", name=True),
                 "object": guard.clean(f.object, f"facts[{i}].object"),
             }
         )

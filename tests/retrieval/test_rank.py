@@ -108,3 +108,47 @@ def test_facts_on_different_slots_are_not_one_thing_for_the_newer_wins() -> None
     host.record.valid_at = port.record.valid_at.replace(year=port.record.valid_at.year + 1)
     outcome = rank(QueryInfo("what port is api on"), [port, host])
     assert texts(outcome)[0] == "p service port:api: 3060"
+
+
+def test_a_memory_naming_only_part_of_what_the_best_one_names_is_another_thing() -> None:
+    # The same test name in another file: not a newer word on the asked test, however recent.
+    asked = cand("tests/reporting/test_dedupe.py::test_unicode_names is stable now (PR #795).", days=0)
+    other = cand("Fixed the flaky tests/webhooks/test_expiry.py::test_unicode_names (PR #11).", days=30, d_rank=2, l_rank=2)
+    filler = [cand(f"filler {i}", d_rank=3 + i, l_rank=None, vector=[0.6, 0.8]) for i in range(10)]
+    info = QueryInfo("What's the status of the flaky tests/reporting/test_dedupe.py::test_unicode_names?")
+    outcome = rank(info, [asked, other, *filler])
+    assert texts(outcome)[0] == asked.record.content
+
+
+def stated(text: str, subject: str, predicate: str, value: str, *, source: str = "agent", **kw) -> Candidate:
+    c = cand(text, kind="fact", **kw)
+    c.record.subject, c.record.predicate, c.record.object, c.record.source = subject, predicate, value, source
+    return c
+
+
+def test_a_stated_fact_whose_slot_the_query_names_beats_one_whose_value_names_it() -> None:
+    # The value-match repeats the asked name and so wins on words and vectors alike; the slot decides.
+    host = stated("brambleway module service:inventory: inventory-api", "brambleway", "module_service:inventory",
+                  "inventory-api", dense=0.79, d_rank=1, l_rank=1)
+    port = stated("brambleway service port:inventory-api: 3060", "brambleway", "service_port:inventory_api", "3060",
+                  dense=0.75, d_rank=2, l_rank=2, vector=[0.0, 1.0])
+    host.lexical, port.lexical = 14.6, 11.7
+    info = QueryInfo("What port is inventory-api on in Brambleway?", project_names=("brambleway",))
+    assert texts(rank(info, [host, port]))[0] == "brambleway service port:inventory-api: 3060"
+    # The same two facts extracted by rules: their slots are guesses, so words and vectors decide as before.
+    host.record.source = port.record.source = "rules"
+    assert texts(rank(info, [host, port]))[0] == "brambleway module service:inventory: inventory-api"
+
+
+def test_slot_match_counts_both_sides_and_ignores_project_names() -> None:
+    from chronomem.retrieval.rank import slot_match, slot_text
+
+    port = stated("proj service port:inventory-api: 3060", "proj", "service_port:inventory_api", "3060").record
+    token = stated("proj secret location:GitHub deploy token: Vault", "proj", "secret_location:github_deploy_token",
+                   "Vault").record
+    assert slot_text(port) == "proj service port inventory-api"
+    asked = {"port", "inventory-api", "inventori", "api"}
+    assert slot_match(asked, port, frozenset({"proj"})) > 0.8
+    assert slot_match(asked, port, frozenset({"proj"})) > slot_match(asked, port)  # the subject is not the slot
+    assert 0 < slot_match({"deploy", "process"}, token, frozenset({"proj"})) < 0.35  # one generic word shared
+    assert slot_match(asked, cand("port of inventory-api is 3060").record) == 0.0  # a chunk has no slot

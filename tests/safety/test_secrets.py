@@ -131,3 +131,21 @@ def test_benign_text_is_stored_verbatim(svc: MemoryService) -> None:
     text = "Fixed in 3f2a9c1d0e4b5a6978c1d2e3f4a5b6c7d8e9f0a1; tenant 0b9e6f3c-5b8a-4c1e-9d2f-7a6b5c4d3e2f; id 01J9ZK3W4X5Y6Z7A8B9C0D1E2F."
     result = remember(svc, text)
     assert result.redacted == [] and svc.store.get(result.id).content == text
+
+
+def test_a_word_after_a_keyword_in_a_slot_name_is_part_of_the_name() -> None:
+    predicate = "secret_location:PagerDuty API token"
+    assert scan(predicate)  # as text it reads like `secret: PagerDuty`, an assignment
+    assert scan(predicate, name=True) == []
+    assert scan("password: Xk9fPq2LmZ", name=True)  # a value with digits is still a password, name or not
+
+
+def test_secret_slots_named_alike_stay_apart(svc: MemoryService) -> None:
+    remember(svc, "PagerDuty token is in Vault.", facts=[{"subject": "proj", "predicate": "secret_location:PagerDuty API token", "object": "Vault"}])
+    later = remember(
+        svc, "Stripe token is in 1Password.",
+        facts=[{"subject": "proj", "predicate": "secret_location:Stripe API token", "object": "1Password"}],
+    )
+    assert [f.action for f in later.facts] == ["added"]  # not a new value of the PagerDuty slot
+    live = svc.store.find(Filter().kinds(["fact"]).live(svc.now(), svc.now()))
+    assert sorted(r.predicate for r in live) == ["secret_location:pagerduty_api_token", "secret_location:stripe_api_token"]
