@@ -51,6 +51,7 @@ class RankConfig:
     salience_weight: float = 0.05  # of log1p(effective salience): reinforced memories lead, unused ones fade (never vanish)
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
     second_hop: bool = True  # look for the memory a name in the best match points to (retrieval/bridge.py)
+    own_name_off: bool = True  # a search of one project drops the project's name from the query (tools/recall.search_text)
 
 
 DEFAULT_CONFIG = RankConfig()

@@ -70,6 +70,22 @@ _MONTHS = frozenset(
 )
 
 
+def without_name(text: str, name: str) -> str:
+    """`text` without the words naming `name` (whole words, case-insensitive, `'s` included).
+
+    A search scoped to one project gains nothing from the project's name in the query — every
+    memory searched belongs to it — while the lexical and dense channels would favour the
+    memories that happen to spell it out. Text that is nothing but the name is kept as it is.
+    """
+    if not name:
+        return text
+    pattern = re.compile(r"(?<![\w-])" + re.escape(name) + r"(?:'s)?(?![\w-])", re.IGNORECASE)
+    if not pattern.search(text):
+        return text
+    out = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(pattern.sub(" ", text).split()))
+    return out if out.strip(" ?.!,;:'\"") else text
+
+
 def entities(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> set[str]:
     """Named things in `text` (lower-cased): identifiers, paths, versions, mixed-case and hyphenated names.
 
