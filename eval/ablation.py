@@ -118,10 +118,10 @@ class PipelineRanker:
 
 _OFF = RankConfig(
     entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0,
-    second_hop=False, own_name_off=False,
+    second_hop=False, own_name_off=False, coverage_weight=0.0,
 )
 #: recall's ranking with the signals added after the second hop switched off, for the rows before theirs.
-_UPTO_HOP = replace(RankConfig(), own_name_off=False)
+_UPTO_HOP = replace(RankConfig(), own_name_off=False, coverage_weight=0.0)
 
 #: The ablation ladder, one signal added per row (the last row is recall's ranking without its abstention gate).
 RANKERS: list[Ranker | PipelineRanker] = [
@@ -137,7 +137,8 @@ RANKERS: list[Ranker | PipelineRanker] = [
     ),
     PipelineRanker("+ hedge demotion", replace(_UPTO_HOP, second_hop=False)),
     PipelineRanker("+ second hop through a name of the best match", _UPTO_HOP),
-    PipelineRanker("+ the searched project's own name off the query (= recall's ranking)", RankConfig()),
+    PipelineRanker("+ the searched project's own name off the query", replace(RankConfig(), coverage_weight=0.0)),
+    PipelineRanker("+ query terms covered, weighted by pool IDF (0.2) (= recall's ranking)", RankConfig()),
 ]
 
 

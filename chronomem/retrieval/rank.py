@@ -4,9 +4,10 @@
    hyphenated name) that appears nowhere in the searched slice, or when neither
    channel found anything close.
 2. **Fuse** the channels' scores: a weighted sum of the dense cosine (min-max scaled
-   over the pool), the BM25 score (scaled by the pool's best) and the share of the
-   query's distinctive names a memory contains (weights in `RankConfig`, chosen on the
-   dev data and shown in the ablation). Reciprocal rank fusion, the usual choice, keeps
+   over the pool), the BM25 score (scaled by the pool's best), the share of the
+   query's distinctive names a memory contains, and the share of the query's terms it
+   contains, each term weighted by how few candidates have it (weights in `RankConfig`,
+   chosen on the dev data and shown in the ablation). Reciprocal rank fusion, the usual choice, keeps
    only each channel's order and throws away how far ahead the leader is; on both dev
    sets the score sum did better (see README "How recall ranks").
 3. **Demote** memories that are about another project of the store (they name it, not ours).
@@ -52,6 +53,9 @@ class RankConfig:
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
     second_hop: bool = True  # look for the memory a name in the best match points to (retrieval/bridge.py)
     own_name_off: bool = True  # a search of one project drops the project's name from the query (tools/recall.search_text)
+    # of the IDF-weighted share of the query's terms a memory contains (IDF over the pool: `term_weights`); BM25
+    # sums its matches, so two common words can outscore the one rare word that names what was asked
+    coverage_weight: float = 0.2
 
 
 DEFAULT_CONFIG = RankConfig()
@@ -106,14 +110,16 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
         return Ranking([], True, "no close match")
 
     wanted = distinctive(query_entities(query), pool, config)
-    items = _fuse(pool, wanted, config, query.now)
+    asked = query_terms(query)
+    weights = term_weights(asked, pool)
+    items = _fuse(pool, wanted, config, query.now, weights)
     _demote_foreign(items, query, config)
     for item in items:
         if hedged(item.candidate.record.content):
             item.hedged = True
             item.score *= config.hedge_penalty
     items.sort(key=lambda r: (-r.score, r.candidate.record.id))
-    items = _newer_wins(items, wanted, query_terms(query), query.intent, config)
+    items = _newer_wins(items, wanted, asked, query.intent, config)
     return Ranking(_collapse(items), False)
 
 
@@ -125,7 +131,57 @@ def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> s
     return {n for n in names if sum(n in t for t in texts) <= limit}
 
 
-def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig, now: datetime | None = None) -> list[Ranked]:
+def term_set(text: str) -> frozenset[str]:
+    """The set of `terms` of a text (cached: the same memories come back query after query)."""
+    return _term_set(text)
+
+
+@lru_cache(maxsize=16384)
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(terms(text))
+
+
+def has_term(term: str, found: frozenset[str]) -> bool:
+    """`term`, or the agent noun of it or the verb of it (`own`/`owner`, `serv`/`server`), is among `found`.
+
+    The stemmer keeps `owner` apart from `owns`; "who is the owner" and "Infra owns it" are one question and answer.
+    """
+    if term in found or term + "er" in found:
+        return True
+    return len(term) >= 5 and term.endswith("er") and term[:-2] in found
+
+
+def term_weights(asked: set[str], pool: list[Candidate]) -> dict[str, float]:
+    """Each query term found in the pool, weighted by its IDF over the pool, log(1 + n / df).
+
+    A term most candidates contain (the kind of thing asked about: "module", "port") says little
+    about which one is meant; the rarer one (which module) says more. Terms no candidate contains
+    weigh nothing: they cannot tell candidates apart.
+    """
+    if not asked or not pool:
+        return {}
+    sets = [term_set(c.record.content) for c in pool]
+    out = {}
+    for t in asked:
+        df = sum(1 for found in sets if has_term(t, found))
+        if df:
+            out[t] = math.log(1.0 + len(sets) / df)
+    return out
+
+
+def weighted_coverage(weights: dict[str, float], text: str) -> float:
+    """Share of the weight of the query's terms (`term_weights`) that `text` contains; 0.0 when nothing weighs."""
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    found = term_set(text)
+    return sum(w for t, w in weights.items() if has_term(t, found)) / total
+
+
+def _fuse(
+    pool: list[Candidate], wanted: set[str], config: RankConfig, now: datetime | None = None,
+    weights: dict[str, float] | None = None,
+) -> list[Ranked]:
     dense = [c.dense for c in pool if c.dense is not None]
     low, high = (min(dense), max(dense)) if dense else (0.0, 1.0)
     spread = high - low if high > low else 1.0
@@ -146,6 +202,8 @@ def _fuse(pool: list[Candidate], wanted: set[str], config: RankConfig, now: date
             if named:
                 channels.append("entity")
                 score += config.entity_weight * named / len(wanted)
+        if weights and config.coverage_weight:
+            score += config.coverage_weight * weighted_coverage(weights, c.record.content)
         if now is not None and config.salience_weight:
             score += config.salience_weight * math.log1p(record_salience(c.record, now))
         if c.record.kind == "fact":

@@ -6,7 +6,15 @@ from datetime import datetime, timedelta
 
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.retrieval.candidates import Candidate
-from chronomem.retrieval.rank import QueryInfo, rank
+from chronomem.retrieval.rank import (
+    QueryInfo,
+    RankConfig,
+    has_term,
+    rank,
+    term_set,
+    term_weights,
+    weighted_coverage,
+)
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -108,3 +116,32 @@ def test_facts_on_different_slots_are_not_one_thing_for_the_newer_wins() -> None
     host.record.valid_at = port.record.valid_at.replace(year=port.record.valid_at.year + 1)
     outcome = rank(QueryInfo("what port is api on"), [port, host])
     assert texts(outcome)[0] == "p service port:api: 3060"
+
+
+def test_the_rare_word_of_the_query_counts_more_than_the_common_ones() -> None:
+    """Many memories say "X hosts the Y module"; the one about the module asked for leads, though BM25 prefers a sibling."""
+    sibling = cand("billing-worker hosts the payments module.", dense=0.62, vector=[0.0, 1.0])
+    sibling.lexical = 9.0
+    asked = cand("The ledger module is served by ledger-worker.", dense=0.64, vector=[1.0, 0.0])
+    asked.lexical = 8.0
+    others = [
+        cand(f"{name}-api hosts the {name} module.", dense=0.40, vector=[0.6, 0.8])
+        for name in ("search", "auth", "exports", "catalog", "profiles", "audit")
+    ]
+    for c in others:
+        c.lexical = 7.0
+    pool = [sibling, asked, *others]
+    query = QueryInfo("Which service hosts the ledger module?")
+    assert texts(rank(query, pool, RankConfig(coverage_weight=0.0)))[0] == "billing-worker hosts the payments module."
+    assert texts(rank(query, pool))[0] == "The ledger module is served by ledger-worker."
+
+
+def test_term_weights_and_coverage() -> None:
+    pool = [cand("auth module owner: Infra"), cand("checkout module owner: Data"), cand("Infra owns the ledger module")]
+    weights = term_weights({"ledger", "owner", "modul", "absent"}, pool)
+    assert set(weights) == {"ledger", "owner", "modul"}  # a term no candidate has tells none apart
+    assert weights["ledger"] > weights["owner"] == weights["modul"]  # `owns` counts for `owner`
+    assert weighted_coverage(weights, "Infra owns the ledger module") == 1.0
+    assert 0 < weighted_coverage(weights, "auth module owner: Infra") < weighted_coverage(weights, "the ledger module")
+    assert has_term("own", term_set("the owners")) and has_term("owner", term_set("Data owns it"))
+    assert not has_term("user", term_set("us and them"))  # too short to be an agent noun of anything
