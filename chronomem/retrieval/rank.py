@@ -47,12 +47,12 @@ class RankConfig:
     dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
     coverage_slack: float = 0.5  # a similar newer memory must cover the query's terms as well as the best
     entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
-    hedge_penalty: float = 0.85  # multiplies the score of a note that mentions without asserting
+    hedge_penalty: float = 0.7  # multiplies the score of a note that mentions without asserting (0.85 let it lead)
     distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
     salience_weight: float = 0.05  # of log1p(effective salience): reinforced memories lead, unused ones fade (never vanish)
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
     second_hop: bool = True  # look for the memory a name in the best match points to (retrieval/bridge.py)
-    own_name_off: bool = True  # a search of one project drops the project's name from the query (tools/recall.search_text)
+    own_name_off: bool = True  # a one-project search drops that project's name from the query (recall.search_text)
     # of the IDF-weighted share of the query's terms a memory contains (IDF over the pool: `term_weights`); BM25
     # sums its matches, so two common words can outscore the one rare word that names what was asked
     coverage_weight: float = 0.2

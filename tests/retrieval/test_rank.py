@@ -119,7 +119,7 @@ def test_facts_on_different_slots_are_not_one_thing_for_the_newer_wins() -> None
 
 
 def test_the_rare_word_of_the_query_counts_more_than_the_common_ones() -> None:
-    """Many memories say "X hosts the Y module"; the one about the module asked for leads, though BM25 prefers a sibling."""
+    """Many memories say "X hosts the Y module"; the one about the module asked leads, though BM25 prefers a sibling."""
     sibling = cand("billing-worker hosts the payments module.", dense=0.62, vector=[0.0, 1.0])
     sibling.lexical = 9.0
     asked = cand("The ledger module is served by ledger-worker.", dense=0.64, vector=[1.0, 0.0])
@@ -145,3 +145,16 @@ def test_term_weights_and_coverage() -> None:
     assert 0 < weighted_coverage(weights, "auth module owner: Infra") < weighted_coverage(weights, "the ledger module")
     assert has_term("own", term_set("the owners")) and has_term("owner", term_set("Data owns it"))
     assert not has_term("user", term_set("us and them"))  # too short to be an agent noun of anything
+
+
+def test_a_note_that_only_mentions_a_value_gives_way_to_one_that_states_it() -> None:
+    tried = cand("Tried `libs/billing/` while experimenting, but that is not the directory of the billing code here.",
+                 dense=0.80, vector=[0.0, 1.0])
+    tried.lexical = 11.0
+    stated = cand("Billing code lives in `libs/billing/src/`.", dense=0.70, vector=[1.0, 0.0])
+    stated.lexical = 9.0
+    filler = [cand(f"filler note {i}", dense=0.30, l_rank=None, vector=[0.6, 0.8]) for i in range(5)]
+    query = QueryInfo("What is the directory of the billing code?")
+    assert texts(rank(query, [tried, stated, *filler], RankConfig(hedge_penalty=0.85)))[0].startswith("Tried")
+    outcome = rank(query, [tried, stated, *filler])
+    assert texts(outcome)[0] == "Billing code lives in `libs/billing/src/`." and outcome.items[1].hedged
