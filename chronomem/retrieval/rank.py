@@ -12,9 +12,10 @@
    sets the score sum did better (see README "How recall ranks").
 3. **Demote** memories that are about another project of the store (they name it, not ours).
 4. **Let the newer win**: among the leading candidates that are about the same thing
-   as the best one (similar vectors, or sharing the entity the query names), the one
-   valid latest comes first — oldest first when the query asks for a history, and no
-   reordering for a question about an event ("when did we…").
+   as the best one (similar vectors, or sharing the entity the query names) and nearly
+   as relevant to the query (`newer_score_share` of its score), the one valid latest
+   comes first — oldest first when the query asks for a history (then weak matches
+   count too), and no reordering for a question about an event ("when did we…").
 5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
 """
 
@@ -43,7 +44,10 @@ class RankConfig:
     foreign_penalty: float = 0.5  # multiplies the score of a memory about another project
     group_size: int = 4  # leading candidates considered for "the newer wins"
     history_group_size: int = 8
-    same_topic_cosine: float = 0.55  # vectors this close to the best candidate's are about the same thing
+    same_topic_cosine: float = 0.5  # vectors this close to the best candidate's are about the same thing
+    # a newer memory takes the best one's place only if it scores at least this share of the best's: a sibling
+    # statement (the same service's other fact, the next module's owner) is close in vector but weaker on the query
+    newer_score_share: float = 0.7  # (not for a history question)
     dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
     coverage_slack: float = 0.5  # a similar newer memory must cover the query's terms as well as the best
     entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
@@ -243,12 +247,14 @@ def _newer_wins(
     top_names = {e for e in wanted if e in top.record.content.lower()}
     size = config.history_group_size if intent == "history" else config.group_size
     top_cover = coverage(asked, top.record.content)
+    # a history lists every value, the weakly matching old ones too
+    weakest = 0.0 if intent == "history" else config.newer_score_share * items[0].score
     slot_of = _slots(items)
     top_slot = slot_of.get(top.record.id)
     group = [items[0]]
     for item in items[1:size]:
         c = item.candidate
-        if item.foreign or item.hedged:
+        if item.foreign or item.hedged or item.score < weakest:
             continue
         slot = slot_of.get(c.record.id)
         if top_slot is not None and slot is not None and slot != top_slot:

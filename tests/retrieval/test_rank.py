@@ -158,3 +158,16 @@ def test_a_note_that_only_mentions_a_value_gives_way_to_one_that_states_it() -> 
     assert texts(rank(query, [tried, stated, *filler], RankConfig(hedge_penalty=0.85)))[0].startswith("Tried")
     outcome = rank(query, [tried, stated, *filler])
     assert texts(outcome)[0] == "Billing code lives in `libs/billing/src/`." and outcome.items[1].hedged
+
+
+def test_a_newer_sibling_statement_does_not_take_the_place_of_the_answer() -> None:
+    """The newer note names the same service but says something else about it: it matches the question far worse."""
+    port = cand("reporting-api port: 7395", days=0, dense=0.72)
+    port.lexical = 17.0
+    hosts = cand("reporting-api hosts the reporting module.", days=30, dense=0.50)
+    hosts.lexical = 10.0
+    filler = [cand(f"filler note {i}", dense=0.30, l_rank=None, vector=[0.0, 1.0]) for i in range(5)]
+    query = QueryInfo("Which port does reporting-api listen on?")
+    old_rule = RankConfig(newer_score_share=0.0)
+    assert texts(rank(query, [port, hosts, *filler], old_rule))[0] == "reporting-api hosts the reporting module."
+    assert texts(rank(query, [port, hosts, *filler]))[0] == "reporting-api port: 7395"
