@@ -145,16 +145,6 @@ def _term_set(text: str) -> frozenset[str]:
     return frozenset(terms(text))
 
 
-def has_term(term: str, found: frozenset[str]) -> bool:
-    """`term`, or the agent noun of it or the verb of it (`own`/`owner`, `serv`/`server`), is among `found`.
-
-    The stemmer keeps `owner` apart from `owns`; "who is the owner" and "Infra owns it" are one question and answer.
-    """
-    if term in found or term + "er" in found:
-        return True
-    return len(term) >= 5 and term.endswith("er") and term[:-2] in found
-
-
 def term_weights(asked: set[str], pool: list[Candidate]) -> dict[str, float]:
     """Each query term found in the pool, weighted by its IDF over the pool, log(1 + n / df).
 
@@ -167,7 +157,7 @@ def term_weights(asked: set[str], pool: list[Candidate]) -> dict[str, float]:
     sets = [term_set(c.record.content) for c in pool]
     out = {}
     for t in asked:
-        df = sum(1 for found in sets if has_term(t, found))
+        df = sum(1 for found in sets if t in found)
         if df:
             out[t] = math.log(1.0 + len(sets) / df)
     return out
@@ -179,7 +169,7 @@ def weighted_coverage(weights: dict[str, float], text: str) -> float:
     if not total:
         return 0.0
     found = term_set(text)
-    return sum(w for t, w in weights.items() if has_term(t, found)) / total
+    return sum(w for t, w in weights.items() if t in found) / total
 
 
 def _fuse(

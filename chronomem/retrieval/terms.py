@@ -40,10 +40,16 @@ def _stemmer() -> Any:
 
 @lru_cache(maxsize=65536)
 def fold(word: str) -> str:
-    """Stem plain words so `ports`/`port` and `pinned`/`pin` meet; identifiers are left alone."""
+    """Stem plain words so `ports`/`port` and `pinned`/`pin` meet; identifiers are left alone.
+
+    The stemmer keeps agent nouns whole (`owner`, `server`, `worker`); their `-er` goes too, so
+    "who is the owner" meets "Infra owns it" and "served by" meets "server" (stems under five
+    letters keep it: `user`, `over`).
+    """
     if not word.isalpha():
         return word
-    return str(_stemmer().stemWord(word))
+    stem = str(_stemmer().stemWord(word))
+    return stem[:-2] if len(stem) >= 5 and stem.endswith("er") else stem
 
 
 def terms(text: str) -> list[str]:

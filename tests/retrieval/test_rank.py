@@ -9,12 +9,12 @@ from chronomem.retrieval.candidates import Candidate
 from chronomem.retrieval.rank import (
     QueryInfo,
     RankConfig,
-    has_term,
     rank,
     term_set,
     term_weights,
     weighted_coverage,
 )
+from chronomem.retrieval.terms import terms
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -138,13 +138,13 @@ def test_the_rare_word_of_the_query_counts_more_than_the_common_ones() -> None:
 
 def test_term_weights_and_coverage() -> None:
     pool = [cand("auth module owner: Infra"), cand("checkout module owner: Data"), cand("Infra owns the ledger module")]
-    weights = term_weights({"ledger", "owner", "modul", "absent"}, pool)
-    assert set(weights) == {"ledger", "owner", "modul"}  # a term no candidate has tells none apart
-    assert weights["ledger"] > weights["owner"] == weights["modul"]  # `owns` counts for `owner`
+    ledger, owner, module, absent = terms("ledger owner module absent")
+    weights = term_weights({ledger, owner, module, absent}, pool)
+    assert set(weights) == {ledger, owner, module}  # a term no candidate has tells none apart
+    assert weights[ledger] > weights[owner] == weights[module]  # `owns` counts for `owner`
     assert weighted_coverage(weights, "Infra owns the ledger module") == 1.0
     assert 0 < weighted_coverage(weights, "auth module owner: Infra") < weighted_coverage(weights, "the ledger module")
-    assert has_term("own", term_set("the owners")) and has_term("owner", term_set("Data owns it"))
-    assert not has_term("user", term_set("us and them"))  # too short to be an agent noun of anything
+    assert term_set("the owners") == term_set("owns") == {"own"}
 
 
 def test_a_note_that_only_mentions_a_value_gives_way_to_one_that_states_it() -> None:

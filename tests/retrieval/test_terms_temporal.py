@@ -19,6 +19,8 @@ def test_identifiers_are_kept_whole_and_split() -> None:
         assert fold(expected) in got
     assert "the" not in terms("the port") and terms("ports") == terms("port") and terms("pinned") == terms("pin")
     assert fold("ERR_X") == "ERR_X"  # identifiers are not stemmed
+    assert terms("owner") == terms("owns") and terms("served") == terms("servers") and terms("workers") == terms("work")
+    assert terms("user") == ["user"] and terms("billing-worker")[0] == "billing-worker"  # short stems, identifiers
 
 
 def test_entities_are_the_named_things() -> None:
