@@ -24,6 +24,7 @@ from chronomem.retrieval.bridge import bridge_search, placed
 from chronomem.retrieval.candidates import gather
 from chronomem.retrieval.rank import QueryInfo, RankConfig, rank
 from chronomem.retrieval.temporal import read_time
+from chronomem.retrieval.terms import without_name
 from chronomem.retrieval.fusion import rrf
 from chronomem.retrieval.candidates import CANDIDATE_POOL
 from chronomem.service import MemoryService
@@ -99,13 +100,14 @@ class PipelineRanker:
         reading = read_time(ctx.text, ctx.svc.now())
         names = ctx.svc.project_names()
         own = (names.get(ctx.project, ctx.project),) if ctx.project else ()
+        text = without_name(reading.text, own[0]) if own and self.config.own_name_off else reading.text
         info = QueryInfo(
-            text=reading.text,
+            text=text,
             intent=reading.intent,
             project_names=own,
             other_project_names=tuple(n for n in names.values() if n not in own),
         )
-        pool = gather(ctx.svc.store, reading.text, ctx.svc.embed_one(reading.text), ctx.flt, ctx.pool)
+        pool = gather(ctx.svc.store, text, ctx.svc.embed_one(text), ctx.flt, ctx.pool)
         records = [r.candidate.record for r in rank(info, pool, self.config).items]
         if self.config.second_hop:
             found = bridge_search(ctx.svc.store, info, records, ctx.flt)
@@ -116,8 +118,10 @@ class PipelineRanker:
 
 _OFF = RankConfig(
     entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0,
-    second_hop=False,
+    second_hop=False, own_name_off=False, coverage_weight=0.0, slot_weight=0.0,
 )
+#: recall's ranking with the signals added after the second hop switched off, for the rows before theirs.
+_UPTO_HOP = replace(RankConfig(), own_name_off=False, coverage_weight=0.0, slot_weight=0.0)
 
 #: The ablation ladder, one signal added per row (the last row is recall's ranking without its abstention gate).
 RANKERS: list[Ranker | PipelineRanker] = [
@@ -131,8 +135,13 @@ RANKERS: list[Ranker | PipelineRanker] = [
         "+ the newer wins",
         replace(_OFF, entity_weight=0.2, foreign_penalty=0.5, group_size=4, history_group_size=8, fact_boost=1.1),
     ),
-    PipelineRanker("+ hedge demotion", replace(RankConfig(), second_hop=False)),
-    PipelineRanker("+ second hop through a name of the best match (= recall's ranking)", RankConfig()),
+    PipelineRanker("+ hedge demotion", replace(_UPTO_HOP, second_hop=False)),
+    PipelineRanker("+ second hop through a name of the best match", _UPTO_HOP),
+    PipelineRanker(
+        "+ the searched project's own name off the query", replace(RankConfig(), coverage_weight=0.0, slot_weight=0.0)
+    ),
+    PipelineRanker("+ query terms covered, weighted by pool IDF (0.2)", replace(RankConfig(), slot_weight=0.0)),
+    PipelineRanker("+ a stated fact's slot matched to the query (1.0) (= recall's ranking)", RankConfig()),
 ]
 
 

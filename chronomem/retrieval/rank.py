@@ -4,17 +4,19 @@
    hyphenated name) that appears nowhere in the searched slice, or when neither
    channel found anything close.
 2. **Fuse** the channels' scores: a weighted sum of the dense cosine (min-max scaled
-   over the pool), the BM25 score (scaled by the pool's best) and the share of the
-   query's distinctive names a memory contains (weights in `RankConfig`, chosen on the
-   dev data and shown in the ablation). Reciprocal rank fusion, the usual choice, keeps
+   over the pool), the BM25 score (scaled by the pool's best), the share of the
+   query's distinctive names a memory contains, and the share of the query's terms it
+   contains, each term weighted by how few candidates have it (weights in `RankConfig`,
+   chosen on the dev data and shown in the ablation). Reciprocal rank fusion, the usual choice, keeps
    only each channel's order and throws away how far ahead the leader is; on both dev
    sets the score sum did better (see README "How recall ranks"). A fact the agent stated
    also scores by how well its slot (subject, predicate) matches the query.
 3. **Demote** memories that are about another project of the store (they name it, not ours).
 4. **Let the newer win**: among the leading candidates that are about the same thing
-   as the best one (similar vectors, or naming every asked-for name the best one names), the one
-   valid latest comes first — oldest first when the query asks for a history, and no
-   reordering for a question about an event ("when did we…").
+   as the best one (similar vectors, or naming every asked-for name the best one names) and
+   nearly as relevant to the query (`newer_score_share` of its score), the one valid latest
+   comes first — oldest first when the query asks for a history (then weak matches
+   count too), and no reordering for a question about an event ("when did we…").
 5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
 """
 
@@ -45,11 +47,14 @@ class RankConfig:
     foreign_penalty: float = 0.5  # multiplies the score of a memory about another project
     group_size: int = 4  # leading candidates considered for "the newer wins"
     history_group_size: int = 8
-    same_topic_cosine: float = 0.55  # vectors this close to the best candidate's are about the same thing
+    same_topic_cosine: float = 0.5  # vectors this close to the best candidate's are about the same thing
+    # a newer memory takes the best one's place only if it scores at least this share of the best's: a sibling
+    # statement (the same service's other fact, the next module's owner) is close in vector but weaker on the query
+    newer_score_share: float = 0.7  # (not for a history question)
     dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
     coverage_slack: float = 0.5  # a similar newer memory must cover the query's terms as well as the best
     entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
-    hedge_penalty: float = 0.85  # multiplies the score of a note that mentions without asserting
+    hedge_penalty: float = 0.7  # multiplies the score of a note that mentions without asserting (0.85 let it lead)
     distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
     salience_weight: float = 0.05  # of log1p(effective salience): reinforced memories lead, unused ones fade (never vanish)
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
@@ -60,6 +65,10 @@ class RankConfig:
     # inventory-api). As large as the lexical weight: with the agent's own facts, the slot asked about
     # should lead. Only facts the agent stated (or imported): an extracted fact's slot is a guess.
     slot_weight: float = 1.0
+    own_name_off: bool = True  # a one-project search drops that project's name from the query (recall.search_text)
+    # of the IDF-weighted share of the query's terms a memory contains (IDF over the pool: `term_weights`); BM25
+    # sums its matches, so two common words can outscore the one rare word that names what was asked
+    coverage_weight: float = 0.2
 
 
 DEFAULT_CONFIG = RankConfig()
@@ -114,14 +123,16 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
         return Ranking([], True, "no close match")
 
     wanted = distinctive(query_entities(query), pool, config)
-    items = _fuse(pool, wanted, config, query.now, slot_query_terms(query), project_terms(query))
+    asked = query_terms(query)
+    weights = term_weights(asked, pool)
+    items = _fuse(pool, wanted, config, query.now, weights, slot_query_terms(query), project_terms(query))
     _demote_foreign(items, query, config)
     for item in items:
         if hedged(item.candidate.record.content):
             item.hedged = True
             item.score *= config.hedge_penalty
     items.sort(key=lambda r: (-r.score, r.candidate.record.id))
-    items = _newer_wins(items, wanted, query_terms(query), query.intent, config)
+    items = _newer_wins(items, wanted, asked, query.intent, config)
     return Ranking(_collapse(items), False)
 
 
@@ -165,11 +176,49 @@ def slot_match(asked: set[str], record: MemoryRecord, ignore: frozenset[str] = f
     return 2 * len(asked & key) / (len(asked) + len(key)) if key else 0.0
 
 
+def term_set(text: str) -> frozenset[str]:
+    """The set of `terms` of a text (cached: the same memories come back query after query)."""
+    return _term_set(text)
+
+
+@lru_cache(maxsize=16384)
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(terms(text))
+
+
+def term_weights(asked: set[str], pool: list[Candidate]) -> dict[str, float]:
+    """Each query term found in the pool, weighted by its IDF over the pool, log(1 + n / df).
+
+    A term most candidates contain (the kind of thing asked about: "module", "port") says little
+    about which one is meant; the rarer one (which module) says more. Terms no candidate contains
+    weigh nothing: they cannot tell candidates apart.
+    """
+    if not asked or not pool:
+        return {}
+    sets = [term_set(c.record.content) for c in pool]
+    out = {}
+    for t in asked:
+        df = sum(1 for found in sets if t in found)
+        if df:
+            out[t] = math.log(1.0 + len(sets) / df)
+    return out
+
+
+def weighted_coverage(weights: dict[str, float], text: str) -> float:
+    """Share of the weight of the query's terms (`term_weights`) that `text` contains; 0.0 when nothing weighs."""
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    found = term_set(text)
+    return sum(w for t, w in weights.items() if t in found) / total
+
+
 def _fuse(
     pool: list[Candidate],
     wanted: set[str],
     config: RankConfig,
     now: datetime | None = None,
+    weights: dict[str, float] | None = None,
     asked: set[str] = frozenset(),
     ignore: frozenset[str] = frozenset(),
 ) -> list[Ranked]:
@@ -193,6 +242,8 @@ def _fuse(
             if named:
                 channels.append("entity")
                 score += config.entity_weight * named / len(wanted)
+        if weights and config.coverage_weight:
+            score += config.coverage_weight * weighted_coverage(weights, c.record.content)
         if now is not None and config.salience_weight:
             score += config.salience_weight * math.log1p(record_salience(c.record, now))
         if c.record.kind == "fact":
@@ -237,12 +288,14 @@ def _newer_wins(
     top_names = {e for e in wanted if e in top.record.content.lower()}
     size = config.history_group_size if intent == "history" else config.group_size
     top_cover = coverage(asked, top.record.content)
+    # a history lists every value, the weakly matching old ones too
+    weakest = 0.0 if intent == "history" else config.newer_score_share * items[0].score
     slot_of = _slots(items)
     top_slot = slot_of.get(top.record.id)
     group = [items[0]]
     for item in items[1:size]:
         c = item.candidate
-        if item.foreign or item.hedged:
+        if item.foreign or item.hedged or item.score < weakest:
             continue
         slot = slot_of.get(c.record.id)
         if top_slot is not None and slot is not None and slot != top_slot:

@@ -40,10 +40,16 @@ def _stemmer() -> Any:
 
 @lru_cache(maxsize=65536)
 def fold(word: str) -> str:
-    """Stem plain words so `ports`/`port` and `pinned`/`pin` meet; identifiers are left alone."""
+    """Stem plain words so `ports`/`port` and `pinned`/`pin` meet; identifiers are left alone.
+
+    The stemmer keeps agent nouns whole (`owner`, `server`, `worker`); their `-er` goes too, so
+    "who is the owner" meets "Infra owns it" and "served by" meets "server" (stems under five
+    letters keep it: `user`, `over`).
+    """
     if not word.isalpha():
         return word
-    return str(_stemmer().stemWord(word))
+    stem = str(_stemmer().stemWord(word))
+    return stem[:-2] if len(stem) >= 5 and stem.endswith("er") else stem
 
 
 def terms(text: str) -> list[str]:
@@ -68,6 +74,22 @@ _MONTHS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday".split()
 )
+
+
+def without_name(text: str, name: str) -> str:
+    """`text` without the words naming `name` (whole words, case-insensitive, `'s` included).
+
+    A search scoped to one project gains nothing from the project's name in the query — every
+    memory searched belongs to it — while the lexical and dense channels would favour the
+    memories that happen to spell it out. Text that is nothing but the name is kept as it is.
+    """
+    if not name:
+        return text
+    pattern = re.compile(r"(?<![\w-])" + re.escape(name) + r"(?:'s)?(?![\w-])", re.IGNORECASE)
+    if not pattern.search(text):
+        return text
+    out = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(pattern.sub(" ", text).split()))
+    return out if out.strip(" ?.!,;:'\"") else text
 
 
 def entities(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> set[str]:

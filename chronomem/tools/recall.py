@@ -25,10 +25,12 @@ from chronomem.config import MAX_LIMIT, MAX_QUERY_CHARS
 from chronomem.consolidate.marks import anchors_of
 from chronomem.errors import InvalidInput
 from chronomem.records import MemoryRecord
+from chronomem.project import GLOBAL
 from chronomem.retrieval.fusion import estimate_tokens
 from chronomem.retrieval.rank import DEFAULT_CONFIG, QueryInfo
 from chronomem.retrieval.search import Hit, SearchOutcome, demote_stale, hybrid_search, within_budget
 from chronomem.retrieval.temporal import read_time
+from chronomem.retrieval.terms import without_name
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
@@ -117,7 +119,7 @@ def search_slice(
     if wanted != KINDS:
         flt = flt.kinds(wanted)
     info = _query_info(svc, reading.text, reading.intent, projects)
-    vector = svc.embed_one(reading.text)
+    vector = svc.embed_one(info.text)
     where = "all projects" if projects is None else ", ".join(projects)
     subject = f"for {_shown(text)}"
     anchors = Anchors(svc, project) if check_anchors else None
@@ -133,15 +135,25 @@ def search_slice(
 
 
 def _query_info(svc: MemoryService, text: str, intent: str, projects: list[str] | None) -> QueryInfo:
+    """What ranking needs about the query; searching one project, the text loses that project's name."""
     names = svc.project_names()
     searched = tuple(names.get(p, p) for p in projects) if projects is not None else tuple(names.values())
     return QueryInfo(
-        text=text,
+        text=search_text(text, projects, names),
         intent=intent,
         project_names=searched,
         other_project_names=tuple(n for p, n in names.items() if n not in searched),
         now=svc.now(),
     )
+
+
+def search_text(text: str, projects: list[str] | None, names: dict[str, str]) -> str:
+    """`text` as the channels search it: without the project's name when one project is searched
+    (with or without `global`), as `RankConfig.own_name_off` says; unchanged for several or all projects."""
+    own = [p for p in projects or () if p != GLOBAL]
+    if not DEFAULT_CONFIG.own_name_off or projects is None or len(own) != 1:
+        return text
+    return without_name(text, names.get(own[0], own[0]))
 
 
 def _item_maker(anchors: Anchors | None, scored: bool) -> Callable[[Hit], MemoryItem]:
@@ -303,9 +315,7 @@ def recall_paths(
     if text and matched:
         reading = read_time(text, now)
         info = _query_info(svc, reading.text, reading.intent, projects)
-        found = hybrid_search(
-            svc.store, info, svc.embed_one(reading.text), flt.ids([r.id for r in matched]), len(matched)
-        )
+        found = hybrid_search(svc.store, info, svc.embed_one(info.text), flt.ids([r.id for r in matched]), len(matched))
         ranked = found.hits
     by_recency = sorted(matched, key=lambda r: (r.valid_at, r.created_at, r.id), reverse=True)
     hits = _fold(ranked + [Hit(r, 0.0) for r in by_recency])

@@ -6,7 +6,15 @@ from datetime import datetime, timedelta
 
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.retrieval.candidates import Candidate
-from chronomem.retrieval.rank import QueryInfo, rank
+from chronomem.retrieval.rank import (
+    QueryInfo,
+    RankConfig,
+    rank,
+    term_set,
+    term_weights,
+    weighted_coverage,
+)
+from chronomem.retrieval.terms import terms
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -152,3 +160,58 @@ def test_slot_match_counts_both_sides_and_ignores_project_names() -> None:
     assert slot_match(asked, port, frozenset({"proj"})) > slot_match(asked, port)  # the subject is not the slot
     assert 0 < slot_match({"deploy", "process"}, token, frozenset({"proj"})) < 0.35  # one generic word shared
     assert slot_match(asked, cand("port of inventory-api is 3060").record) == 0.0  # a chunk has no slot
+
+
+def test_the_rare_word_of_the_query_counts_more_than_the_common_ones() -> None:
+    """Many memories say "X hosts the Y module"; the one about the module asked leads, though BM25 prefers a sibling."""
+    sibling = cand("billing-worker hosts the payments module.", dense=0.62, vector=[0.0, 1.0])
+    sibling.lexical = 9.0
+    asked = cand("The ledger module is served by ledger-worker.", dense=0.64, vector=[1.0, 0.0])
+    asked.lexical = 8.0
+    others = [
+        cand(f"{name}-api hosts the {name} module.", dense=0.40, vector=[0.6, 0.8])
+        for name in ("search", "auth", "exports", "catalog", "profiles", "audit")
+    ]
+    for c in others:
+        c.lexical = 7.0
+    pool = [sibling, asked, *others]
+    query = QueryInfo("Which service hosts the ledger module?")
+    assert texts(rank(query, pool, RankConfig(coverage_weight=0.0)))[0] == "billing-worker hosts the payments module."
+    assert texts(rank(query, pool))[0] == "The ledger module is served by ledger-worker."
+
+
+def test_term_weights_and_coverage() -> None:
+    pool = [cand("auth module owner: Infra"), cand("checkout module owner: Data"), cand("Infra owns the ledger module")]
+    ledger, owner, module, absent = terms("ledger owner module absent")
+    weights = term_weights({ledger, owner, module, absent}, pool)
+    assert set(weights) == {ledger, owner, module}  # a term no candidate has tells none apart
+    assert weights[ledger] > weights[owner] == weights[module]  # `owns` counts for `owner`
+    assert weighted_coverage(weights, "Infra owns the ledger module") == 1.0
+    assert 0 < weighted_coverage(weights, "auth module owner: Infra") < weighted_coverage(weights, "the ledger module")
+    assert term_set("the owners") == term_set("owns") == {"own"}
+
+
+def test_a_note_that_only_mentions_a_value_gives_way_to_one_that_states_it() -> None:
+    tried = cand("Tried `libs/billing/` while experimenting, but that is not the directory of the billing code here.",
+                 dense=0.80, vector=[0.0, 1.0])
+    tried.lexical = 11.0
+    stated = cand("Billing code lives in `libs/billing/src/`.", dense=0.70, vector=[1.0, 0.0])
+    stated.lexical = 9.0
+    filler = [cand(f"filler note {i}", dense=0.30, l_rank=None, vector=[0.6, 0.8]) for i in range(5)]
+    query = QueryInfo("What is the directory of the billing code?")
+    assert texts(rank(query, [tried, stated, *filler], RankConfig(hedge_penalty=0.85)))[0].startswith("Tried")
+    outcome = rank(query, [tried, stated, *filler])
+    assert texts(outcome)[0] == "Billing code lives in `libs/billing/src/`." and outcome.items[1].hedged
+
+
+def test_a_newer_sibling_statement_does_not_take_the_place_of_the_answer() -> None:
+    """The newer note names the same service but says something else about it: it matches the question far worse."""
+    port = cand("reporting-api port: 7395", days=0, dense=0.72)
+    port.lexical = 17.0
+    hosts = cand("reporting-api hosts the reporting module.", days=30, dense=0.50)
+    hosts.lexical = 10.0
+    filler = [cand(f"filler note {i}", dense=0.30, l_rank=None, vector=[0.0, 1.0]) for i in range(5)]
+    query = QueryInfo("Which port does reporting-api listen on?")
+    old_rule = RankConfig(newer_score_share=0.0)
+    assert texts(rank(query, [port, hosts, *filler], old_rule))[0] == "reporting-api hosts the reporting module."
+    assert texts(rank(query, [port, hosts, *filler]))[0] == "reporting-api port: 7395"

@@ -19,6 +19,8 @@ def test_identifiers_are_kept_whole_and_split() -> None:
         assert fold(expected) in got
     assert "the" not in terms("the port") and terms("ports") == terms("port") and terms("pinned") == terms("pin")
     assert fold("ERR_X") == "ERR_X"  # identifiers are not stemmed
+    assert terms("owner") == terms("owns") and terms("served") == terms("servers") and terms("workers") == terms("work")
+    assert terms("user") == ["user"] and terms("billing-worker")[0] == "billing-worker"  # short stems, identifiers
 
 
 def test_entities_are_the_named_things() -> None:
@@ -52,3 +54,15 @@ def test_read_time(query: str, at: datetime | None, text: str, intent: str) -> N
 def test_relative_phrases() -> None:
     reading = read_time("What did we decide 3 weeks ago about caching?", NOW)
     assert reading.at == datetime(2024, 7, 30, tzinfo=UTC) and reading.text == "What did we decide about caching?"
+
+
+def test_without_name_drops_the_project_name_and_nothing_else() -> None:
+    from chronomem.retrieval.terms import without_name
+
+    assert without_name("Which vault has Copperfield's prod database password?", "copperfield") == (
+        "Which vault has prod database password?"
+    )
+    assert without_name("What port is api on in COPPERFIELD right now?", "copperfield") == "What port is api on in right now?"
+    assert without_name("What port is copperfield-api on?", "copperfield") == "What port is copperfield-api on?"
+    assert without_name("Copperfield?", "copperfield") == "Copperfield?"  # nothing else to search for
+    assert without_name("lint command", "") == "lint command"
