@@ -181,7 +181,7 @@ def term_set(text: str) -> frozenset[str]:
     return _term_set(text)
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)  # ~40 queries' candidate pools; a held entry (its text and term set) is ~1 kB
 def _term_set(text: str) -> frozenset[str]:
     return frozenset(terms(text))
 

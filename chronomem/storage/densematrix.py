@@ -13,10 +13,11 @@ reach the `limit`-th exact score is re-scored too, so the result is the exact to
 
 Above it, converting every row's codes is most of a recall (~5 ms of ~15 at 100k rows), so a search
 first shortlists rows by a 64-dimensional projection of the vectors (the principal axes of a sample
-of the rows, refitted each time the matrix doubles): a float32 product over a sixth of the width, no
-conversion. The shortlist (`SHORTLIST` rows, more for a large `limit`) then goes through the exact
-steps above. Measured on 100k real vectors (LoCoMo turns varied), the shortlist keeps 99.7% of the
-exact top 50; the returned scores are always the exact float32 ones.
+of the rows, refitted each time the matrix doubles), itself held as int8 codes with a scale per row
+(64 bytes a row): a sixth of the width to convert and multiply. The shortlist (`SHORTLIST` rows, more
+for a large `limit`) then goes through the exact steps above. Measured on 100k real vectors (LoCoMo
+turns varied), the shortlist keeps 99.8% of the exact top 50; the returned scores are always the exact
+float32 ones.
 
 Without `os.pread` (Windows) or a writable store directory the float32 rows stay in memory.
 """
@@ -49,6 +50,8 @@ SHORTLIST = 2_000
 SHORTLIST_PER_RESULT = 40
 #: Rows sampled to fit the projection's axes.
 FIT_SAMPLE = 20_000
+#: Projected rows converted from int8 per BLAS call.
+PROJECTED_BLOCK_ROWS = 16_384
 
 
 class DenseMatrix:
@@ -63,7 +66,9 @@ class DenseMatrix:
         self._block = np.empty((BLOCK_ROWS, dim), dtype=np.float32)
         self._axes: np.ndarray | None = None  # (dim, PROJECTED_DIMS) once fitted
         self._fitted_at = 0  # rows when the axes were fitted
-        self._projected = np.zeros((0, PROJECTED_DIMS), dtype=np.float32)
+        self._projected = np.zeros((0, PROJECTED_DIMS), dtype=np.int8)  # each row's projection, as int8 codes
+        self._projected_scales = np.zeros(0, dtype=np.float32)
+        self._projected_block = np.empty((PROJECTED_BLOCK_ROWS, PROJECTED_DIMS), dtype=np.float32)
         self._file: Any = None
         self._exact: np.ndarray | None = None  # float32 rows when there is no spill file
         if spill_dir is not None and hasattr(os, "pread"):
@@ -89,12 +94,7 @@ class DenseMatrix:
         count = rows.shape[0]
         first, end = self.n, self.n + count
         self._grow(end)
-        peak = np.abs(rows).max(axis=1) if count else np.zeros(0, dtype=np.float32)
-        scales = (peak / np.float32(127.0)).astype(np.float32)  # a zero row: scale 0, codes 0, exact
-        codes = np.zeros_like(rows)
-        np.divide(rows, scales[:, None], out=codes, where=scales[:, None] > 0)
-        self._codes[first:end] = np.clip(np.rint(codes), -127, 127).astype(np.int8)
-        self._scales[first:end] = scales
+        self._codes[first:end], self._scales[first:end] = int8_codes(rows)
         if self._file is not None:
             data, offset = memoryview(rows.tobytes()), first * self.dim * 4
             while data:  # a write may take fewer bytes than offered
@@ -105,7 +105,7 @@ class DenseMatrix:
             self._exact[first:end] = rows
         self.n = end
         if self._axes is not None and end < 2 * self._fitted_at:
-            self._projected[first:end] = self._decoded(first, end) @ self._axes
+            self._project(first, end)
         elif end >= SHORTLIST_MIN_ROWS and self.dim > 2 * PROJECTED_DIMS:
             self._fit_projection()
 
@@ -120,6 +120,7 @@ class DenseMatrix:
             self._exact = resized(self._exact, cap)
         if self._axes is not None:
             self._projected = resized(self._projected, cap)
+            self._projected_scales = resized(self._projected_scales, cap)
 
     def _decoded(self, start: int, end: int) -> np.ndarray:
         """Rows `start:end` rebuilt from their codes (float32, within the rounding bound of the originals)."""
@@ -133,11 +134,18 @@ class DenseMatrix:
         centred = decoded - decoded.mean(axis=0)
         _, vectors = np.linalg.eigh(centred.T @ centred)  # the covariance's eigenvectors, ascending; no U as in an SVD
         self._axes = np.ascontiguousarray(vectors[:, ::-1][:, :PROJECTED_DIMS], dtype=np.float32)
-        self._projected = np.zeros((len(self._scales), PROJECTED_DIMS), dtype=np.float32)
+        self._projected = np.zeros((len(self._scales), PROJECTED_DIMS), dtype=np.int8)
+        self._projected_scales = np.zeros(len(self._scales), dtype=np.float32)
+        self._projected_block = np.empty((PROJECTED_BLOCK_ROWS, PROJECTED_DIMS), dtype=np.float32)
         for start in range(0, self.n, BLOCK_ROWS):
-            end = min(start + BLOCK_ROWS, self.n)
-            self._projected[start:end] = self._decoded(start, end) @ self._axes
+            self._project(start, min(start + BLOCK_ROWS, self.n))
         self._fitted_at = self.n
+
+    def _project(self, start: int, end: int) -> None:
+        """Rows `start:end` projected on the axes, kept as int8 codes with a scale each (a quarter of float32's
+        memory: 64 bytes a row; rounding moves a shortlist score far less than the projection itself does)."""
+        assert self._axes is not None
+        self._projected[start:end], self._projected_scales[start:end] = int8_codes(self._decoded(start, end) @ self._axes)
 
     def rows(self, indices: np.ndarray) -> np.ndarray:
         """The float32 rows at `indices`, in that order (a fresh array)."""
@@ -158,14 +166,7 @@ class DenseMatrix:
         """Every row's (or `rows`') product with `query` from its int8 codes (within `bounds` of the exact product)."""
         if rows is not None:
             return (self._codes[rows].astype(np.float32) @ query) * self._scales[rows]
-        out = np.empty(self.n, dtype=np.float32)
-        for start in range(0, self.n, BLOCK_ROWS):
-            end = min(start + BLOCK_ROWS, self.n)
-            block = self._block[: end - start]
-            np.copyto(block, self._codes[start:end], casting="unsafe")
-            np.dot(block, query, out=out[start:end])
-        out *= self._scales[: self.n]
-        return out
+        return int8_products(self._codes, self._scales, self.n, query, self._block)
 
     def bounds(self, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Per row (or per one of `rows`), the most its estimate can differ from its exact product with `query`."""
@@ -180,7 +181,7 @@ class DenseMatrix:
         kept = keep[: self.n]
         if int(kept.sum()) <= size:
             return None
-        scores = self._projected[: self.n] @ (query @ self._axes)
+        scores = int8_products(self._projected, self._projected_scales, self.n, query @ self._axes, self._projected_block)
         scores[~kept] = -np.inf
         return np.sort(np.argpartition(-scores, size - 1)[:size])
 
@@ -218,6 +219,30 @@ class DenseMatrix:
                 exact = np.concatenate([exact, extra @ query])
         order = np.lexsort((first, -exact))[:k]  # best first; equal scores by row number
         return first[order], exact[order], vectors[order]
+
+
+def int8_codes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows as int8 codes and a scale per row (the row's largest component maps to ±127; a zero row: scale 0)."""
+    rows = np.asarray(rows, dtype=np.float32)
+    peak = np.abs(rows).max(axis=1) if len(rows) else np.zeros(0, dtype=np.float32)
+    scales = (peak / np.float32(127.0)).astype(np.float32)
+    codes = np.zeros_like(rows)
+    np.divide(rows, scales[:, None], out=codes, where=scales[:, None] > 0)
+    return np.clip(np.rint(codes), -127, 127).astype(np.int8), scales
+
+
+def int8_products(codes: np.ndarray, scales: np.ndarray, n: int, query: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """The first `n` rows' products with `query` from their int8 codes and scales: a block of rows at a time is
+    cast to float32 into `block` (which stays in the CPU caches) and multiplied by BLAS."""
+    out = np.empty(n, dtype=np.float32)
+    rows = len(block)
+    for start in range(0, n, rows):
+        end = min(start + rows, n)
+        part = block[: end - start]
+        np.copyto(part, codes[start:end], casting="unsafe")
+        np.dot(part, query, out=out[start:end])
+    out *= scales[:n]
+    return out
 
 
 def top_rows(scores: np.ndarray, limit: int, available: int) -> np.ndarray:
