@@ -176,13 +176,9 @@ def slot_match(asked: set[str], record: MemoryRecord, ignore: frozenset[str] = f
     return 2 * len(asked & key) / (len(asked) + len(key)) if key else 0.0
 
 
+@lru_cache(maxsize=4096)  # ~40 queries' candidate pools; a held entry (its text and term set) is ~1 kB
 def term_set(text: str) -> frozenset[str]:
     """The set of `terms` of a text (cached: the same memories come back query after query)."""
-    return _term_set(text)
-
-
-@lru_cache(maxsize=4096)  # ~40 queries' candidate pools; a held entry (its text and term set) is ~1 kB
-def _term_set(text: str) -> frozenset[str]:
     return frozenset(terms(text))
 
 
@@ -343,7 +339,7 @@ def coverage(asked: set[str], text: str) -> float:
     """Share of the query's terms that `text` contains."""
     if not asked:
         return 1.0
-    return len(asked & set(terms(text))) / len(asked)
+    return len(asked & term_set(text)) / len(asked)
 
 
 _HEDGES = re.compile(

@@ -68,7 +68,7 @@ class DenseMatrix:
         self._fitted_at = 0  # rows when the axes were fitted
         self._projected = np.zeros((0, PROJECTED_DIMS), dtype=np.int8)  # each row's projection, as int8 codes
         self._projected_scales = np.zeros(0, dtype=np.float32)
-        self._projected_block = np.empty((PROJECTED_BLOCK_ROWS, PROJECTED_DIMS), dtype=np.float32)
+        self._projected_block = np.empty((0, PROJECTED_DIMS), dtype=np.float32)  # made with the axes
         self._file: Any = None
         self._exact: np.ndarray | None = None  # float32 rows when there is no spill file
         if spill_dir is not None and hasattr(os, "pread"):
@@ -122,15 +122,15 @@ class DenseMatrix:
             self._projected = resized(self._projected, cap)
             self._projected_scales = resized(self._projected_scales, cap)
 
-    def _decoded(self, start: int, end: int) -> np.ndarray:
-        """Rows `start:end` rebuilt from their codes (float32, within the rounding bound of the originals)."""
-        return self._codes[start:end].astype(np.float32) * self._scales[start:end, None]
+    def _decoded(self, rows: slice | np.ndarray) -> np.ndarray:
+        """`rows` (a slice or row numbers) rebuilt from their codes (float32, within the rounding bound of the originals)."""
+        return self._codes[rows].astype(np.float32) * self._scales[rows, None]
 
     def _fit_projection(self) -> None:
         """Fit the projection's axes to a sample of the rows (their principal directions) and project every row."""
         rng = np.random.default_rng(0)  # a fixed sample: the same rows give the same shortlists
         sample = np.sort(rng.choice(self.n, min(FIT_SAMPLE, self.n), replace=False))
-        decoded = self._codes[sample].astype(np.float32) * self._scales[sample, None]
+        decoded = self._decoded(sample)
         centred = decoded - decoded.mean(axis=0)
         _, vectors = np.linalg.eigh(centred.T @ centred)  # the covariance's eigenvectors, ascending; no U as in an SVD
         self._axes = np.ascontiguousarray(vectors[:, ::-1][:, :PROJECTED_DIMS], dtype=np.float32)
@@ -145,7 +145,7 @@ class DenseMatrix:
         """Rows `start:end` projected on the axes, kept as int8 codes with a scale each (a quarter of float32's
         memory: 64 bytes a row; rounding moves a shortlist score far less than the projection itself does)."""
         assert self._axes is not None
-        self._projected[start:end], self._projected_scales[start:end] = int8_codes(self._decoded(start, end) @ self._axes)
+        self._projected[start:end], self._projected_scales[start:end] = int8_codes(self._decoded(slice(start, end)) @ self._axes)
 
     def rows(self, indices: np.ndarray) -> np.ndarray:
         """The float32 rows at `indices`, in that order (a fresh array)."""
