@@ -55,13 +55,17 @@ def fold(word: str) -> str:
 def terms(text: str) -> list[str]:
     """Lower-cased, folded terms with identifiers both whole and split; stop words dropped."""
     out: list[str] = []
-    for match in _TOKEN.finditer(text):
-        raw = match.group()
-        pieces = [raw]
-        if _SPLIT.search(raw):
-            pieces += [p for p in _SPLIT.split(raw) if p]
-        if any(c.isupper() for c in raw[1:]) and raw.isalnum():
-            pieces += _CAMEL.findall(raw)
+    for raw in _TOKEN.findall(text):
+        if raw.isalnum():
+            tail = raw[1:]
+            if tail == tail.lower():  # a plain word or number (most tokens): one piece, nothing to split
+                piece = raw.lower()
+                if piece not in STOP_WORDS and (len(piece) > 1 or piece.isdigit()):
+                    out.append(fold(piece))
+                continue
+            pieces = [raw, *_CAMEL.findall(raw)]
+        else:
+            pieces = [raw, *(p for p in _SPLIT.split(raw) if p)]
         for piece in dict.fromkeys(p.lower() for p in pieces):
             if piece not in STOP_WORDS and (len(piece) > 1 or piece.isdigit()):
                 out.append(fold(piece))
