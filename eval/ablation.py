@@ -26,6 +26,7 @@ from chronomem.retrieval.rank import QueryInfo, RankConfig, rank
 from chronomem.retrieval.temporal import read_time
 from chronomem.retrieval.terms import without_name
 from chronomem.retrieval.fusion import rrf
+from chronomem.retrieval.search import Hit, attach_adjacent, with_context
 from chronomem.retrieval.candidates import CANDIDATE_POOL
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
@@ -108,7 +109,11 @@ class PipelineRanker:
             other_project_names=tuple(n for n in names.values() if n not in own),
         )
         pool = gather(ctx.svc.store, text, ctx.svc.embed_one(text), ctx.flt, ctx.pool)
-        records = [r.candidate.record for r in rank(info, pool, self.config).items]
+        adjacent = attach_adjacent(ctx.svc.store, pool, ctx.flt, self.config)
+        hits = [Hit(r.candidate.record, r.score) for r in rank(info, pool, self.config).items]
+        if self.config.context_share and adjacent:
+            hits = with_context(ctx.svc.store, hits, adjacent, self.config)
+        records = [h.record for h in hits]
         if self.config.second_hop:
             found = bridge_search(ctx.svc.store, info, records, ctx.flt)
             if found is not None:
@@ -118,10 +123,12 @@ class PipelineRanker:
 
 _OFF = RankConfig(
     entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0,
-    second_hop=False, own_name_off=False, coverage_weight=0.0, slot_weight=0.0,
+    second_hop=False, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, context_weight=0.0, context_share=0.0,
 )
+#: recall's ranking without conversational context, for the rows before its own.
+_NO_CONTEXT = replace(RankConfig(), context_weight=0.0, context_share=0.0)
 #: recall's ranking with the signals added after the second hop switched off, for the rows before theirs.
-_UPTO_HOP = replace(RankConfig(), own_name_off=False, coverage_weight=0.0, slot_weight=0.0)
+_UPTO_HOP = replace(_NO_CONTEXT, own_name_off=False, coverage_weight=0.0, slot_weight=0.0)
 
 #: The ablation ladder, one signal added per row (the last row is recall's ranking without its abstention gate).
 RANKERS: list[Ranker | PipelineRanker] = [
@@ -138,10 +145,15 @@ RANKERS: list[Ranker | PipelineRanker] = [
     PipelineRanker("+ hedge demotion", replace(_UPTO_HOP, second_hop=False)),
     PipelineRanker("+ second hop through a name of the best match", _UPTO_HOP),
     PipelineRanker(
-        "+ the searched project's own name off the query", replace(RankConfig(), coverage_weight=0.0, slot_weight=0.0)
+        "+ the searched project's own name off the query", replace(_NO_CONTEXT, coverage_weight=0.0, slot_weight=0.0)
     ),
-    PipelineRanker("+ query terms covered, weighted by pool IDF (0.2)", replace(RankConfig(), slot_weight=0.0)),
-    PipelineRanker("+ a stated fact's slot matched to the query (1.0) (= recall's ranking)", RankConfig()),
+    PipelineRanker("+ query terms covered, weighted by pool IDF (0.2)", replace(_NO_CONTEXT, slot_weight=0.0)),
+    PipelineRanker("+ a stated fact's slot matched to the query (1.0)", _NO_CONTEXT),
+    PipelineRanker(
+        "+ conversational context: chunks written next to it, alike (0.3, neighbours of the first 3 at 0.5) "
+        "(= recall's ranking)",
+        RankConfig(),
+    ),
 ]
 
 

@@ -26,6 +26,7 @@ class Candidate:
     lexical: float | None = None  # BM25 score when the full-text channel found it
     dense_rank: int | None = None  # 1-based rank in the dense channel, when it found it
     lexical_rank: int | None = None
+    adjacent: tuple[str, ...] = ()  # ids of the chunks written next to it, as context (retrieval/context.py)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -12,6 +12,8 @@
    sets the score sum did better (see README "How recall ranks"). A fact the agent stated
    also scores by how well its slot (subject, predicate) matches the query.
 3. **Demote** memories that are about another project of the store (they name it, not ours).
+   A chunk also gains from the chunks written next to it, alike in meaning (its conversational
+   context: retrieval/context.py).
 4. **Let the newer win**: among the leading candidates that are about the same thing
    as the best one (similar vectors, or naming every asked-for name the best one names) and
    nearly as relevant to the query (`newer_score_share` of its score), the one valid latest
@@ -33,6 +35,7 @@ from chronomem.consolidate.resolve import EXTRACTED_SOURCES
 from chronomem.consolidate.salience import record_salience
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.candidates import Candidate, cosine
+from chronomem.retrieval.context import context_bonus
 from chronomem.retrieval.terms import entities, terms
 
 
@@ -69,6 +72,13 @@ class RankConfig:
     # of the IDF-weighted share of the query's terms a memory contains (IDF over the pool: `term_weights`); BM25
     # sums its matches, so two common words can outscore the one rare word that names what was asked
     coverage_weight: float = 0.2
+    # Conversational context (retrieval/context.py): a chunk gains this share of the best score among the chunks
+    # written next to it whose vectors are at least `context_cosine` alike; the neighbours of the first
+    # `context_top` chunks that the pool missed join at `context_share` of their chunk's score.
+    context_weight: float = 0.3
+    context_cosine: float = 0.4
+    context_share: float = 0.5
+    context_top: int = 3
 
 
 DEFAULT_CONFIG = RankConfig()
@@ -131,6 +141,7 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
         if hedged(item.candidate.record.content):
             item.hedged = True
             item.score *= config.hedge_penalty
+    context_bonus(items, config.context_weight)
     items.sort(key=lambda r: (-r.score, r.candidate.record.id))
     items = _newer_wins(items, wanted, asked, query.intent, config)
     return Ranking(_collapse(items), False)

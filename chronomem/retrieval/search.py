@@ -1,4 +1,5 @@
-"""Hybrid search over one time slice: gather candidates, check what the query names, rank, adjust, budget.
+"""Hybrid search over one time slice: gather candidates, check what the query names, rank, add the best
+chunks' context (retrieval/context.py) and the second hop (bridge.py), adjust, budget.
 
 The optional `adjust` step sees the ranked hits before `limit` and the token budget apply; recall
 uses it to demote memories whose anchored files changed (`demote_stale`, pure).
@@ -11,7 +12,12 @@ from dataclasses import dataclass, field, replace
 
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.bridge import BRIDGE_POSITION, bridge_search, placed
-from chronomem.retrieval.candidates import gather
+from chronomem.retrieval.candidates import Candidate, gather
+from chronomem.retrieval.context import (
+    CONTEXT_GAP,
+    context_additions,
+    missing_neighbours,
+)
 from chronomem.retrieval.fusion import estimate_tokens
 from chronomem.retrieval.rank import (
     DEFAULT_CONFIG,
@@ -65,6 +71,7 @@ def hybrid_search(
     `adjust`, when given, may rescore and reorder the ranked hits before `limit` and the budget apply.
     """
     pool = gather(store, query.text, query_vector, flt)
+    adjacent = attach_adjacent(store, pool, flt, config)
     unmatched = missing_from(sorted(query_entities(query)), pool)
     if unmatched:
         query.missing_entities = tuple(_confirm_absent(store, unmatched[:MAX_ENTITY_CHECKS], flt))
@@ -74,11 +81,45 @@ def hybrid_search(
     hits = [
         Hit(r.candidate.record, r.score, r.channels, r.candidate.dense, r.candidate.lexical) for r in ranking.items
     ]
+    if config.context_share and adjacent:
+        hits = with_context(store, hits, adjacent, config)
     if config.second_hop:
         hits = _second_hop(store, query, hits, flt)
     if adjust is not None:
         hits = adjust(hits)
     return within_budget(hits, limit, budget_tokens, cost)
+
+
+def attach_adjacent(store: MemoryStore, pool: list[Candidate], flt: Filter, config: RankConfig) -> dict[str, tuple[str, ...]]:
+    """The conversational neighbours of the pool's chunks (retrieval/context.py), also set on each candidate."""
+    if not (config.context_weight or config.context_share):
+        return {}
+    chunks = [c.record.id for c in pool if c.record.kind == "chunk"]
+    adjacent = store.adjacent(chunks, flt, CONTEXT_GAP, config.context_cosine) if chunks else {}
+    for candidate in pool:
+        candidate.adjacent = adjacent.get(candidate.record.id, ())
+    return adjacent
+
+
+def with_context(
+    store: MemoryStore, hits: list[Hit], adjacent: dict[str, tuple[str, ...]], config: RankConfig
+) -> list[Hit]:
+    """`hits` with the neighbours of the first chunks that the pool missed, each below its chunk."""
+    missing = missing_neighbours(
+        hits, adjacent, config.context_top, lambda h: h.record.id, lambda h: h.record.kind == "chunk"
+    )
+    sources = {s for h in hits for s in h.record.source_ids}  # a chunk folded into its fact is shown already
+    missing = [(source, n) for source, n in missing if n not in sources]
+    if not missing:
+        return hits
+    records = {r.id: r for r in store.find(Filter().ids([n for _, n in missing]), limit=len(missing))}
+    score = {h.record.id: h.score for h in hits}
+    additions = [
+        (source, Hit(records[n], score[source] * config.context_share, ["context"]))
+        for source, n in missing
+        if n in records
+    ]
+    return context_additions(hits, additions, lambda h: h.record.id, lambda h: h.score)
 
 
 def _second_hop(store: MemoryStore, query: QueryInfo, hits: list[Hit], flt: Filter) -> list[Hit]:

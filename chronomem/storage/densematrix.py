@@ -168,6 +168,12 @@ class DenseMatrix:
             return (self._codes[rows].astype(np.float32) @ query) * self._scales[rows]
         return int8_products(self._codes, self._scales, self.n, query, self._block)
 
+    def pair_products(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The products of rows `a[i]` and `b[i]`, estimated from their int8 codes (cosines: rows are unit length)."""
+        left = self._codes[a].astype(np.float32)
+        right = self._codes[b].astype(np.float32)
+        return np.einsum("ij,ij->i", left, right) * self._scales[a] * self._scales[b]
+
     def bounds(self, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Per row (or per one of `rows`), the most its estimate can differ from its exact product with `query`."""
         scales = self._scales[: self.n] if rows is None else self._scales[rows]

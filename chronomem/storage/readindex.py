@@ -60,6 +60,8 @@ TAIL_FOLD = 50_000
 MAX_BUILT = 5_000
 #: Appended Arrow chunks (one per write) before they are combined into one.
 MAX_CHUNKS = 64
+#: Rows looked at on either side of a chunk for the chunk of its project written next to it (`adjacent`).
+ADJACENT_SCAN = 16
 #: Row masks of "live" filters kept for reuse (recall asks for the same slice, at a later `now`, call after call).
 MASK_CACHE = 8
 
@@ -205,6 +207,7 @@ class ReadIndex:
         self.version = -1
         self._n = 0
         self._pos: dict[str, int] = {}
+        self._ids: list[str] = []  # row -> id (the same string objects as `_pos`'s keys)
         cap = 1024
         previous = getattr(self, "_dense", None)
         if previous is not None:
@@ -302,6 +305,7 @@ class ReadIndex:
         self._length_sum += float(self._lengths[first:end].sum(dtype=np.float64))
         for offset, memory_id in enumerate(ids):
             self._pos[memory_id] = first + offset
+        self._ids.extend(ids)
         self._n = end
         self._chunks.append(data.select(self._result_schema.names).cast(self._result_schema).combine_chunks())
         self._payload = None
@@ -579,6 +583,45 @@ class ReadIndex:
         matched = int(np.count_nonzero(scores))
         rows = top_rows(scores, limit, matched)  # scores are > 0 where a term matched: the top `matched` rows
         return self._records(rows, scores[rows], with_vectors)
+
+    def adjacent(
+        self, ids: Sequence[str], flt: Filter, gap: timedelta, min_cosine: float
+    ) -> dict[str, tuple[str, ...]] | None:
+        """For each of `ids` that is a chunk, the chunks of its project written just before and just after it
+        (the nearest such row within ADJACENT_SCAN rows either way) that pass `flt`, were valid and recorded
+        within `gap` of it, and whose vectors have a cosine of at least `min_cosine` with its own (estimated
+        from the int8 codes). Revision rows have none. None when the index cannot evaluate `flt`."""
+        with self._lock:
+            keep = self.mask(flt)
+            if keep is None:
+                return None
+            chunk = self._codes["kind"].get("chunk")
+            asked = np.fromiter((self._pos.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+            if chunk is None or not self._n:
+                return {}
+            which = np.flatnonzero(asked >= 0)
+            rows = asked[which]
+            plain = (self._kind[rows] == chunk) & ~self._revision[rows]
+            which, rows = which[plain], rows[plain]
+            gap_us = int(gap / timedelta(microseconds=1))
+            valid, created = self._times["valid_at"], self._times["created_at"]
+            found: dict[str, list[str]] = {}
+            for step in (-1, 1):
+                around = rows[:, None] + step * np.arange(1, ADJACENT_SCAN + 1)[None, :]
+                inside = (around >= 0) & (around < self._n)
+                around = np.clip(around, 0, self._n - 1)
+                same = inside & (self._kind[around] == chunk) & ~self._revision[around]
+                same &= self._project[around] == self._project[rows][:, None]
+                nearest = around[np.arange(len(rows)), same.argmax(axis=1)]
+                near = same.any(axis=1) & keep[nearest]
+                near &= np.abs(valid[nearest] - valid[rows]) <= gap_us
+                near &= np.abs(created[nearest] - created[rows]) <= gap_us
+                if not near.any():
+                    continue
+                alike = self._dense.pair_products(rows[near], nearest[near]) >= min_cosine
+                for i, row in zip(which[near][alike].tolist(), nearest[near][alike].tolist(), strict=True):
+                    found.setdefault(ids[i], []).append(self._ids[row])
+            return {key: tuple(value) for key, value in found.items()}
 
     def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None:
         """Rows passing `flt` in the order they were added (as a LanceDB scan), or None if `flt` is not evaluable."""

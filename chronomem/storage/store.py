@@ -431,6 +431,14 @@ class MemoryStore:
             lambda: (self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)),
         )
 
+    def adjacent(
+        self, ids: Sequence[str], flt: Filter, gap: timedelta, min_cosine: float
+    ) -> dict[str, tuple[str, ...]]:
+        """For each chunk among `ids`, the ids of the chunks of its project written just before and after it,
+        when they pass `flt`, are within `gap` of it in valid and transaction time and alike in vector
+        (`ReadIndex.adjacent`). Row order is write order only in the read index: without one, nothing."""
+        return self._answer(lambda index: index.adjacent(ids, flt, gap, min_cosine), dict)
+
     def text_search(
         self, text: str, flt: Filter, limit: int, with_vectors: bool = False
     ) -> list[tuple[MemoryRecord, float]]:

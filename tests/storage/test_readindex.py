@@ -343,3 +343,41 @@ def test_a_live_slice_kept_for_later_moments_is_right_at_every_moment_and_after_
     assert reused > 0  # the span between two rows' times was used
     with pytest.raises(ValueError):
         keep[0] = not keep[0]  # callers cannot change a kept mask
+
+
+def test_adjacent_chunks_are_the_nearest_of_the_same_project_close_in_time_and_alike(tmp_path: Path) -> None:
+    store = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    assert store.wait_for_read_index()
+    base = [1.0] + [0.0] * (DIM - 1)
+    alike = [0.9, 0.3] + [0.0] * (DIM - 2)
+    unlike = [0.0, 0.0, 1.0] + [0.0] * (DIM - 3)
+
+    def row(project: str, kind: str, minutes: float, vector: list[float], expired: bool = False) -> MemoryRecord:
+        at = T0 + timedelta(minutes=minutes)
+        return MemoryRecord(
+            id=new_id(), kind=kind, project=project, content=f"{project} {kind} at {minutes}",  # type: ignore[arg-type]
+            valid_at=at, created_at=at, expired_at=at + timedelta(minutes=1) if expired else None,
+            vector=vector, embed_model="test",
+        )
+
+    first = row("alpha", "chunk", 0, base)
+    fact = row("alpha", "fact", 0.5, base)  # derived rows and other projects' chunks are passed over
+    other = row("beta", "chunk", 1, base)
+    second = row("alpha", "chunk", 2, alike)
+    third = row("alpha", "chunk", 3, unlike)  # next to `second`, but about something else
+    late = row("alpha", "chunk", 3 + 120, alike)  # next to `third`, two hours on: another session
+    gone = row("alpha", "chunk", 3 + 121, alike, expired=True)
+    last = row("alpha", "chunk", 3 + 122, alike)  # its neighbour before is `gone`, outside the slice
+    for record in (first, fact, other, second, third, late, gone, last):
+        store.add([record])
+    now = T0 + timedelta(days=1)
+    flt = Filter().live(now, now)
+    ids = [r.id for r in (first, fact, other, second, third, late, last)]
+    found = store.adjacent(ids, flt, timedelta(hours=1), 0.4)
+    assert found == {first.id: (second.id,), second.id: (first.id,)}
+    assert store.adjacent(ids, Filter().live(now, now).projects(["beta"]), timedelta(hours=1), 0.4) == {}
+    everything = store.adjacent(ids, Filter(), timedelta(hours=1), 0.4)
+    assert everything[last.id] == (gone.id,)  # in a slice that holds it, the expired chunk is the neighbour
+    assert everything[late.id] == (gone.id,)
+    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    assert plain.adjacent(ids, flt, timedelta(hours=1), 0.4) == {}  # row order is known to the read index only
