@@ -90,7 +90,9 @@ def hybrid_search(
     return within_budget(hits, limit, budget_tokens, cost)
 
 
-def attach_adjacent(store: MemoryStore, pool: list[Candidate], flt: Filter, config: RankConfig) -> dict[str, tuple[str, ...]]:
+def attach_adjacent(
+    store: MemoryStore, pool: list[Candidate], flt: Filter, config: RankConfig
+) -> dict[str, tuple[str, ...]]:
     """The conversational neighbours of the pool's chunks (retrieval/context.py), also set on each candidate."""
     if not (config.context_weight or config.context_share):
         return {}

@@ -16,7 +16,9 @@ T = datetime(2024, 5, 8, tzinfo=UTC)
 
 
 def ranked(memory_id: str, score: float, adjacent: tuple[str, ...] = (), kind: str = "chunk") -> Ranked:
-    record = MemoryRecord(id=memory_id, kind=kind, project="p", content=memory_id, valid_at=T, created_at=T)  # type: ignore[arg-type]
+    record = MemoryRecord(
+        id=memory_id, kind=kind, project="p", content=memory_id, valid_at=T, created_at=T  # type: ignore[arg-type]
+    )
     return Ranked(Candidate(record, None, adjacent=adjacent), score, [])
 
 
@@ -53,11 +55,12 @@ def test_missing_neighbours_are_those_of_the_first_chunks_not_already_shown() ->
 
 def test_an_addition_goes_below_its_chunk_and_below_what_follows_it_scoring_as_much() -> None:
     items = [Item("a", 1.0), Item("b", 0.9), Item("c", 0.4), Item("d", 0.3)]
-    out = context_additions(items, [("a", Item("y", 0.5)), ("c", Item("z", 0.35)), ("q", Item("n", 9.0))], lambda i: i.id, lambda i: i.score)
+    additions = [("a", Item("y", 0.5)), ("c", Item("z", 0.35)), ("q", Item("n", 9.0))]
+    out = context_additions(items, additions, lambda i: i.id, lambda i: i.score)
     assert [i.id for i in out] == ["a", "b", "y", "c", "z", "d"]  # an addition whose chunk is not shown is dropped
 
 
-def test_recall_brings_the_reply_that_answers_a_question_asked_just_before_it(svc: MemoryService, clock: object) -> None:
+def test_recall_brings_the_reply_to_a_question_asked_just_before_it(svc: MemoryService, clock: object) -> None:
     """The reply shares no word with the question asked of recall; the turn before it does."""
     day = "2023-05-08T10:00:00Z"
     turns = [
