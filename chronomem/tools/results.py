@@ -68,7 +68,11 @@ class MemoryItem(BaseModel):
     )
     reason: str | None = None
     score: float | None = Field(default=None, description="Fused relevance score (recall / as_of)")
-    channels: list[str] = Field(default_factory=list, description="Which retrieval channels matched")
+    channels: list[str] = Field(
+        default_factory=list,
+        description="Which retrieval channels matched: dense, lexical, entity (a name the query gives), slot (a stated "
+        "fact's subject and predicate), bridge (found through the best match), context (written next to a match)",
+    )
     conflicts_with: list[str] = Field(
         default_factory=list, description="Live facts that disagree with this one (see `history`)"
     )
