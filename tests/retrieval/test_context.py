@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+
+import pytest
 
 from chronomem.records import UTC, MemoryRecord
 from chronomem.retrieval.candidates import Candidate
@@ -88,9 +90,20 @@ def test_recall_brings_the_reply_to_a_question_asked_just_before_it(svc: MemoryS
     assert "context" in result.results[reply].channels
 
 
-def test_notes_written_hours_apart_are_not_each_others_context(svc: MemoryService, clock: object) -> None:
-    remember(svc, "Did you finish the pottery workshop you signed up for last month?")
-    clock.advance(hours=3)  # type: ignore[attr-defined]
-    remember(svc, "Yes! I glazed a small blue bowl and I love how it came out.")
+@pytest.mark.parametrize(
+    ("recorded_apart", "valid_apart"),
+    [(timedelta(hours=3), timedelta(0)), (timedelta(seconds=20), timedelta(hours=3))],
+    ids=["recorded-hours-apart", "valid-hours-apart"],
+)
+def test_turns_hours_apart_are_not_each_others_context(
+    svc: MemoryService, clock: object, recorded_apart: timedelta, valid_apart: timedelta
+) -> None:
+    """The same two turns as above (alike enough to count), apart in transaction or in valid time."""
+    valid = datetime(2023, 5, 8, 10, tzinfo=UTC)
+    remember(svc, "[8 May 2023] Caroline: Did you finish the pottery workshop you signed up for last month?",
+             valid_from=valid.isoformat())
+    clock.now += recorded_apart  # type: ignore[attr-defined]
+    remember(svc, "[8 May 2023] Melanie: Yes! I glazed a small blue bowl and I love how it came out.",
+             valid_from=(valid + valid_apart).isoformat())
     result = recall(svc, "Did Melanie complete the pottery workshop?", limit=5)
-    assert all("context" not in item.channels for item in result.results)
+    assert result.results and all("context" not in item.channels for item in result.results)
