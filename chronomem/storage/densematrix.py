@@ -170,9 +170,7 @@ class DenseMatrix:
 
     def pair_products(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The products of rows `a[i]` and `b[i]`, estimated from their int8 codes (cosines: rows are unit length)."""
-        left = self._codes[a].astype(np.float32)
-        right = self._codes[b].astype(np.float32)
-        return np.einsum("ij,ij->i", left, right) * self._scales[a] * self._scales[b]
+        return np.einsum("ij,ij->i", self._decoded(a), self._decoded(b))
 
     def bounds(self, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Per row (or per one of `rows`), the most its estimate can differ from its exact product with `query`."""
