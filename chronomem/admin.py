@@ -147,7 +147,7 @@ def _import(svc: Any, args: argparse.Namespace) -> int:
     store = svc.store
     require_empty(store)
     with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr, disable=args.quiet) as bar:
-        count = import_records(store, records, svc.embedder.embed, progress=bar.update, embed_model=svc.embedder.name)
+        count = import_records(store, records, svc.embedder.embed_many, progress=bar.update, embed_model=svc.embedder.name)
     if as_json:
         print(json.dumps({"imported": count, "store": str(store.path)}))
     else:

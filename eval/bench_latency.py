@@ -354,7 +354,7 @@ class Filler:
                 log(f"  embedded {done}/{n}")
 
         append_records(
-            self.svc.store, records, self.svc.embedder.embed, progress=progress, commit_rows=REAL_COMMIT_ROWS,
+            self.svc.store, records, self.svc.embedder.embed_many, progress=progress, commit_rows=REAL_COMMIT_ROWS,
             embed_model=self.svc.embedder.name,
         )
         self.next_index += n

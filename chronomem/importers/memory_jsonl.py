@@ -286,7 +286,7 @@ def _write_batch(svc: Any, store: Any, scope: str, items: list[Item], report: Im
     """Embed one batch (chunks and fact sentences together) and commit it."""
     stated = [(i, it.fact) for i, it in enumerate(items) if it.fact is not None]
     sentences = [fact_sentence(s, p, o) for _, (s, p, o) in stated]
-    vectors = svc.embedder.embed([it.text for it in items] + sentences)
+    vectors = svc.embedder.embed_many([it.text for it in items] + sentences)
     with svc.writing():
         now = svc.now()
         chunks = [
