@@ -12,6 +12,9 @@ A step is the first of these that has work, cheapest and most urgent first:
 3. recall hits → salience (salience.py; one commit);
 4. index upkeep: `optimize()` once 50 rows are unindexed (~0.6 s at 100k rows);
 5. the vector index, once the table is large (upkeep.py; tens of seconds, no write lock held).
+One step does not wait for a quiet moment: after `upkeep.BURST_UPKEEP_COMMITS` appends without an
+`optimize()` (a burst of writes), compaction runs while calls flow, because every further small
+fragment makes each commit slower.
 The bound on what a tool call waits for: reads never wait for the consolidator (they only
 share the CPU). A write waits for the write lock at most for the chunk being committed
 (the rules stage ends its batch as soon as a write is waiting, and releases the lock after
@@ -24,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,6 +40,7 @@ from chronomem.consolidate.upkeep import (
     UPKEEP_BACKLOG,
     UPKEEP_MIN_UNINDEXED,
     VECTOR_INDEX_MIN_ROWS,
+    needs_burst_upkeep,
     needs_vector_index,
 )
 from chronomem.consolidate.watermark import ConsolidationState
@@ -48,6 +52,8 @@ log = logging.getLogger(__name__)
 CONSOLIDATE_LOCK_NAME = ".consolidate.lock"
 #: Quiet time after the last tool call before a background step starts.
 IDLE_SECONDS = 0.25
+#: How often a waiting consolidator looks whether a burst of writes needs compacting.
+BURST_POLL_SECONDS = 0.25
 
 
 @dataclass
@@ -161,11 +167,12 @@ class Consolidator:
             self._wake.clear()
             while not self._stop.is_set():
                 idle = self._idle_for()
-                if idle < self.idle_seconds:
-                    time.sleep(max(self.idle_seconds - max(idle, 0.0), 0.01))
+                busy = idle < self.idle_seconds
+                if busy and not self._burst_due():
+                    time.sleep(min(max(self.idle_seconds - max(idle, 0.0), 0.01), BURST_POLL_SECONDS))
                     continue
                 try:
-                    report = self.step()
+                    report = self.step(self._burst_upkeep if busy else self._one_step)
                 except ChronomemError as exc:
                     log.warning("consolidation step skipped: %s", exc)
                     report = None
@@ -176,8 +183,9 @@ class Consolidator:
                     break
 
     # -- one bounded step ---------------------------------------------------------------------
-    def step(self) -> StepReport | None:
-        """Do one unit of pending work under the store's consolidation lock; None when there is none."""
+    def step(self, work: Callable[[Any], StepReport | None] | None = None) -> StepReport | None:
+        """Do one unit of pending work (`work`: the next of the list above) under the store's consolidation lock;
+        None when there is none."""
         from filelock import FileLock, Timeout
 
         store = self.svc.store
@@ -188,7 +196,7 @@ class Consolidator:
             return None  # another process is consolidating this store
         try:
             start = time.perf_counter()
-            report = self._one_step(store)
+            report = (work or self._one_step)(store)
             if report is None:
                 return None
             report.seconds = time.perf_counter() - start
@@ -198,6 +206,21 @@ class Consolidator:
             return report
         finally:
             lock.release()
+
+    def _burst_due(self) -> bool:
+        """Enough appends since the last `optimize()` to compact without waiting for a quiet moment."""
+        try:
+            return needs_burst_upkeep(self.svc.store.commits_since_optimize)
+        except ChronomemError:  # the store does not open: the step says so when the calls stop
+            return False
+
+    def _burst_upkeep(self, store: Any) -> StepReport | None:
+        """Compaction during a burst of writes (checked again under the lock: another step may have done it)."""
+        if not needs_burst_upkeep(store.commits_since_optimize):
+            return None
+        with self.svc.writing():
+            store.optimize()
+        return StepReport("index upkeep", 0.0, "during a burst of writes")
 
     def _one_step(self, store: Any) -> StepReport | None:
         state = ConsolidationState.load(store.path)

@@ -1,57 +1,52 @@
-"""`CommitWatch`: tells, from one `stat`, that a table has had no commit since the last version check.
+"""`CommitWatch`: tells, from a `stat` or two, whether a table has had a commit since a given version.
 
-Every LanceDB commit adds a manifest file to the table's `_versions` folder, which moves the
-folder's modification time. Asking LanceDB for the latest version lists that folder (1–5 ms
-per read, more with many kept versions), so a read first compares the folder's mtime with the
-one taken just before the last full check. Equal, and that stamp was already older than
-`SETTLE` when taken, means no commit since: a later commit would stamp the folder at a later
-time. The settle covers filesystems that keep coarse timestamps (a commit in the same tick as
-the check would otherwise leave the stamp unchanged). Anything unexpected (no such folder, a
-`stat` error, a stamp from the future) means "check fully", never "nothing changed".
+LanceDB commits version v+1 by creating v+1's manifest in the table's `_versions` folder only if no
+such file exists yet (that put-if-absent is how concurrent writers take turns), so "a commit since
+v" is exactly "v+1's manifest exists". Old versions are cleaned up oldest first and the newest is
+never removed, so v's own manifest gone also means the table moved on. Anything unexpected (a
+`stat` error other than "no such file") means "moved", so the caller reloads rather than serves a
+stale snapshot.
 
-For a store on a local filesystem, which is what chronomem opens.
+Asking LanceDB on every operation instead (`read_consistency_interval=0`) lists the folder and
+reads the newest manifest: ~1.3 ms of each append on a 100k-row store, against microseconds here.
+
+Manifest names: `{v}.manifest` in the first layout, `{2^64-1-v:020d}.manifest` in LanceDB's V2 layout
+(which sorts newest first). For a store on a local filesystem, which is what chronomem opens.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
 from pathlib import Path
 
-#: How much older than the check a folder stamp must be before an equal stamp is trusted.
-SETTLE_NS = 2_000_000_000
+_MAX_U64 = 2**64 - 1
 
 
 class CommitWatch:
-    """The `_versions` folder of one table, and the stamp seen at its last full version check."""
+    """The `_versions` folder of one table, and the layout its manifests are named by."""
 
-    def __init__(self, versions_dir: Path, settle_ns: int = SETTLE_NS) -> None:
+    def __init__(self, versions_dir: Path, v2_names: bool = True) -> None:
         self.versions_dir = versions_dir
-        self.settle_ns = settle_ns
-        self._lock = threading.Lock()
-        self._trusted: int | None = None  # a stamp no newer commit can share
+        self.v2_names = v2_names
 
-    def stamp(self) -> int | None:
-        """The folder's mtime in ns now, or None when it cannot be read. Take it before a full check."""
-        try:
-            return os.stat(self.versions_dir).st_mtime_ns
-        except OSError:
-            return None
+    def manifest(self, version: int) -> Path:
+        """The manifest file of `version`."""
+        name = f"{_MAX_U64 - version:020d}" if self.v2_names else str(version)
+        return self.versions_dir / f"{name}.manifest"
 
-    def unchanged(self, stamp: int | None) -> bool:
-        """True when `stamp` proves no commit happened since the last `checked`."""
-        with self._lock:
-            return stamp is not None and stamp == self._trusted
+    def moved(self, version: int | None) -> bool:
+        """True unless the table is provably still at `version` (None: not known, so moved)."""
+        if version is None:
+            return True
+        return _exists(self.manifest(version + 1)) is not False or _exists(self.manifest(version)) is not True
 
-    def checked(self, stamp: int | None) -> None:
-        """A full version check just ran, with `stamp` taken before it."""
-        age = None if stamp is None else time.time_ns() - stamp
-        trusted = stamp if age is not None and age > self.settle_ns else None
-        with self._lock:
-            self._trusted = trusted
 
-    def forget(self) -> None:
-        """Check fully next time (after our own commit, or anything that may move the table)."""
-        with self._lock:
-            self._trusted = None
+def _exists(path: Path) -> bool | None:
+    """Whether `path` exists; None when the `stat` failed for another reason than its absence."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    return True

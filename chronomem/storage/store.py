@@ -58,7 +58,8 @@ class MemoryStore:
 
     def __init__(self, path: Path, table: Any, dim: int, embed_model: str, read_index_rows: int = 0) -> None:
         self.path = path
-        self._table = table
+        self._handle = table  # read through `_table`, which first brings it to the newest version
+        self._version: int | None = None  # the version `_handle` is known to be at (None: ask it)
         self.dim = dim
         self.embed_model = embed_model
         self.read_index_rows = read_index_rows
@@ -68,8 +69,24 @@ class MemoryStore:
         self._index_off = read_index_rows <= 0  # off by setting, or the table outgrew it
         self._index_settled = threading.Event()  # set whenever no build is running
         self._index_settled.set()
-        self._commits = CommitWatch(path / f"{TABLE_NAME}.lance" / "_versions")
+        self._commits = CommitWatch(path / f"{TABLE_NAME}.lance" / "_versions", _uses_v2_names(table))
         self._session: Any = None  # the LanceDB session whose caches `_table` fills
+        #: Commits of new rows through this store since its last `optimize()`: each left a small fragment.
+        self.commits_since_optimize = 0
+
+    @property
+    def _table(self) -> Any:
+        """The LanceDB table at its newest version: reloaded when another handle (another process, the CLI) has
+        committed since this one last looked — a `stat` or two (`CommitWatch`), where LanceDB's own check on
+        every operation reads the newest manifest."""
+        if self._commits.moved(self._version):
+            self._handle.checkout_latest()
+            self._version = self._handle.version
+        return self._handle
+
+    def _now_at(self, version: int | None = None) -> None:
+        """Our handle committed `version` (None: a write that does not say; ask the handle)."""
+        self._version = version if version is not None else self._handle.version
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -180,10 +197,9 @@ class MemoryStore:
         if index is None:
             return None  # the LanceDB search that follows starts the build when it is done
         try:
-            stamp = self._commits.stamp()
-            if not self._commits.unchanged(stamp):
-                index.catch_up(self._table, SCAN_LIMIT)
-                self._commits.checked(stamp)
+            table = self._table
+            if index.version != self._version:
+                index.catch_up(table, SCAN_LIMIT)
         except Exception:
             log.debug("read index catch-up failed; searching LanceDB", exc_info=True)
             return None
@@ -217,7 +233,9 @@ class MemoryStore:
     def _after_write(self, data: Any, version: int | None) -> None:
         """Apply our own write, committed as `version`, to the read index — or, when the index was not at
         the version just before it (someone else wrote too), catch up by diff. `version` None: catch up."""
-        self._commits.forget()
+        self._now_at(version)
+        if data is not None:
+            self.commits_since_optimize += 1
         index = self._read_index
         if index is None:
             return
@@ -248,7 +266,8 @@ class MemoryStore:
         LanceDB's default). The old handle's caches go with it; calls still running on it finish on it."""
         try:
             db, session = _connect(self.path, index_cache_bytes)
-            self._table, self._session = db.open_table(TABLE_NAME), session
+            self._handle, self._session = db.open_table(TABLE_NAME), session
+            self._version = None
         except Exception:  # the handle in use stays: only its cache size was to change
             log.debug("reopening the table failed; keeping the open one", exc_info=True)
 
@@ -293,12 +312,15 @@ class MemoryStore:
 
         Callers hold the store's write lock (`MemoryService.writing`)."""
         index = self._read_index
-        before = self._table.version
-        self._table.optimize(cleanup_older_than=retention)
+        table = self._table
+        before = self._version
+        table.optimize(cleanup_older_than=retention)
+        self.commits_since_optimize = 0
+        self._now_at()
         if index is not None and index.version == before:
             # Every caller holds the write lock (service.writing), so the versions made since `before` are this
             # optimize's own: compaction and index folding, which change no row the read index holds.
-            index.version = self._table.version
+            index.version = self._version
 
     def vector_index_rows(self) -> int | None:
         """Rows the ANN index on `vector` covers, or None when there is no such index (searches are flat)."""
@@ -575,6 +597,14 @@ def _connect(path: Path, index_cache_bytes: int | None = None) -> tuple[Any, Any
         session = lancedb.Session()
     else:
         session = lancedb.Session(index_cache_size_bytes=index_cache_bytes)
-    # Other processes (another client's server, the CLI) write the same store: check for a newer
-    # table version on every read rather than serving a stale snapshot.
-    return lancedb.connect(str(path), read_consistency_interval=timedelta(0), session=session), session
+    # Other processes (another client's server, the CLI) write the same store: `MemoryStore._table` checks
+    # for a newer table version before every use (a `stat` or two) and reloads, so LanceDB's own check is off.
+    return lancedb.connect(str(path), read_consistency_interval=None, session=session), session
+
+
+def _uses_v2_names(table: Any) -> bool:
+    """Whether the table names its manifests in LanceDB's V2 layout (what it creates now); True if it cannot say."""
+    try:
+        return bool(table.uses_v2_manifest_paths())
+    except Exception:  # an older LanceDB without the call writes the layout it reads
+        return True

@@ -8,6 +8,7 @@ import time
 from filelock import FileLock
 
 from chronomem.consolidate.runner import CONSOLIDATE_LOCK_NAME, UPKEEP_MIN_UNINDEXED, Consolidator
+from chronomem.consolidate.upkeep import BURST_UPKEEP_COMMITS
 from chronomem.service import MemoryService
 from chronomem.tools import recall, remember
 
@@ -40,6 +41,7 @@ def test_step_folds_unindexed_rows_into_the_index(svc: MemoryService) -> None:
 
 def test_background_thread_waits_for_quiet_then_works(svc: MemoryService) -> None:
     fill(svc, UPKEEP_MIN_UNINDEXED)
+    assert svc.store.commits_since_optimize < BURST_UPKEEP_COMMITS  # not a burst: upkeep waits too
     runner = Consolidator(svc, idle_seconds=0.3, llm=None)
     runner.call_started()
     runner.call_finished()
@@ -53,6 +55,23 @@ def test_background_thread_waits_for_quiet_then_works(svc: MemoryService) -> Non
     runner.stop()
     dids = [s.did for s in runner.steps]
     assert dids[-1] == "index upkeep" and set(dids[:-1]) == {"extract rules"}
+
+
+def test_a_burst_of_writes_is_compacted_while_calls_flow(svc: MemoryService) -> None:
+    runner = Consolidator(svc, idle_seconds=60, llm=None)  # never quiet during this test
+    runner.call_started()
+    for i in range(BURST_UPKEEP_COMMITS):
+        remember(svc, f"Deploy note {i}: service-{i} rolls out with canary step {i % 7}.")
+        runner.call_finished()
+        runner.call_started()  # the next call is already in flight
+    deadline = time.monotonic() + 20
+    while not runner.steps and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runner.stop()
+    assert [(s.did, s.detail) for s in runner.steps] == [("index upkeep", "during a burst of writes")]
+    assert svc.store.commits_since_optimize == 0 and svc.store.unindexed_rows() == 0
+    assert runner.pending_chunks()["rules"] == BURST_UPKEEP_COMMITS  # extraction still waits for quiet
+    assert "service-7 " in recall(svc, "canary step for service-7").results[0].text
 
 
 def test_one_consolidator_per_store(svc: MemoryService) -> None:
