@@ -26,7 +26,7 @@ from chronomem.retrieval.rank import QueryInfo, RankConfig, rank
 from chronomem.retrieval.temporal import read_time
 from chronomem.retrieval.terms import without_name
 from chronomem.retrieval.fusion import rrf
-from chronomem.retrieval.search import Hit, attach_adjacent, with_context
+from chronomem.retrieval.search import Hit, attach_adjacent, attach_slot_cosines, with_context
 from chronomem.retrieval.candidates import CANDIDATE_POOL
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
@@ -108,7 +108,10 @@ class PipelineRanker:
             project_names=own,
             other_project_names=tuple(n for n in names.values() if n not in own),
         )
-        pool = gather(ctx.svc.store, text, ctx.svc.embed_one(text), ctx.flt, ctx.pool)
+        vector = ctx.svc.embed_one(text)
+        pool = gather(ctx.svc.store, text, vector, ctx.flt, ctx.pool)
+        if self.config.slot_sense_weight:
+            attach_slot_cosines(pool, vector, ctx.svc.slot_matcher().embed_phrases, (*info.project_names, *info.other_project_names))
         adjacent = attach_adjacent(ctx.svc.store, pool, ctx.flt, self.config)
         hits = [Hit(r.candidate.record, r.score) for r in rank(info, pool, self.config).items]
         if self.config.context_share and adjacent:
@@ -123,12 +126,15 @@ class PipelineRanker:
 
 _OFF = RankConfig(
     entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0,
-    second_hop=False, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, context_weight=0.0, context_share=0.0,
+    second_hop=False, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, slot_sense_weight=0.0,
+    context_weight=0.0, context_share=0.0,
 )
 #: recall's ranking without conversational context, for the rows before its own.
 _NO_CONTEXT = replace(RankConfig(), context_weight=0.0, context_share=0.0)
 #: recall's ranking with the signals added after the second hop switched off, for the rows before theirs.
-_UPTO_HOP = replace(_NO_CONTEXT, own_name_off=False, coverage_weight=0.0, slot_weight=0.0)
+_UPTO_HOP = replace(_NO_CONTEXT, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, slot_sense_weight=0.0)
+#: ... and without the slot channels.
+_NO_SLOT = replace(_NO_CONTEXT, slot_weight=0.0, slot_sense_weight=0.0)
 
 #: The ablation ladder, one signal added per row (the last row is recall's ranking without its abstention gate).
 RANKERS: list[Ranker | PipelineRanker] = [
@@ -145,10 +151,11 @@ RANKERS: list[Ranker | PipelineRanker] = [
     PipelineRanker("+ hedge demotion", replace(_UPTO_HOP, second_hop=False)),
     PipelineRanker("+ second hop through a name of the best match", _UPTO_HOP),
     PipelineRanker(
-        "+ the searched project's own name off the query", replace(_NO_CONTEXT, coverage_weight=0.0, slot_weight=0.0)
+        "+ the searched project's own name off the query", replace(_NO_SLOT, coverage_weight=0.0)
     ),
-    PipelineRanker("+ query terms covered, weighted by pool IDF (0.2)", replace(_NO_CONTEXT, slot_weight=0.0)),
-    PipelineRanker("+ a stated fact's slot matched to the query (1.0)", _NO_CONTEXT),
+    PipelineRanker("+ query terms covered, weighted by pool IDF (0.2)", _NO_SLOT),
+    PipelineRanker("+ a stated fact's slot matched to the query (1.0)", replace(_NO_CONTEXT, slot_sense_weight=0.0)),
+    PipelineRanker("+ the meaning of its slot, by the cosine of its slot phrase to the query (0.5)", _NO_CONTEXT),
     PipelineRanker(
         "+ conversational context: chunks written next to it, alike (0.3, neighbours of the first 3 at 0.5) "
         "(= recall's ranking)",

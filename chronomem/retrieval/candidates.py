@@ -27,6 +27,7 @@ class Candidate:
     dense_rank: int | None = None  # 1-based rank in the dense channel, when it found it
     lexical_rank: int | None = None
     adjacent: tuple[str, ...] = ()  # ids of the chunks written next to it, as context (retrieval/context.py)
+    slot_cosine: float | None = None  # a stated fact: its slot phrase's cosine to the query (search.attach_slot_cosines)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
+from chronomem.consolidate.resolve import EXTRACTED_SOURCES
+from chronomem.consolidate.slots import slot_phrase
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.bridge import BRIDGE_POSITION, bridge_search, placed
-from chronomem.retrieval.candidates import Candidate, gather
+from chronomem.retrieval.candidates import Candidate, cosine, gather
 from chronomem.retrieval.context import (
     CONTEXT_GAP,
     context_additions,
@@ -28,6 +30,9 @@ from chronomem.retrieval.rank import (
     rank,
 )
 from chronomem.storage import Filter, MemoryStore
+
+#: Embeds short phrases, cached: `SlotMatcher.embed_phrases`.
+PhraseVectors = Callable[[Sequence[str]], dict[str, list[float]]]
 
 #: At most this many unmatched names are double-checked against the whole slice.
 MAX_ENTITY_CHECKS = 2
@@ -63,14 +68,18 @@ def hybrid_search(
     config: RankConfig = DEFAULT_CONFIG,
     cost: Callable[[Hit], int] | None = None,
     adjust: Callable[[list[Hit]], list[Hit]] | None = None,
+    slot_vectors: PhraseVectors | None = None,
 ) -> SearchOutcome:
     """Rank rows passing `flt` for the query; abstain when nothing relevant is stored.
 
     `cost` is what one hit spends of `budget_tokens` (default: the estimate of its text);
     recall passes the estimate of the line it renders, so the whole answer fits.
     `adjust`, when given, may rescore and reorder the ranked hits before `limit` and the budget apply.
+    `slot_vectors`, when given, embeds slot phrases (cached) so stated facts rank by their slot's meaning too.
     """
     pool = gather(store, query.text, query_vector, flt)
+    if slot_vectors is not None and config.slot_sense_weight:
+        attach_slot_cosines(pool, query_vector, slot_vectors, (*query.project_names, *query.other_project_names))
     adjacent = attach_adjacent(store, pool, flt, config)
     unmatched = missing_from(sorted(query_entities(query)), pool)
     if unmatched:
@@ -88,6 +97,31 @@ def hybrid_search(
     if adjust is not None:
         hits = adjust(hits)
     return within_budget(hits, limit, budget_tokens, cost)
+
+
+def attach_slot_cosines(
+    pool: list[Candidate], query_vector: Sequence[float], vectors: PhraseVectors, project_names: Collection[str] = ()
+) -> None:
+    """Give each fact the agent stated (or imported) the cosine of its slot phrase to the query.
+
+    The phrase is the slot matcher's (`slot_phrase`: subject and predicate words) without a subject that is a
+    project's name: the query was embedded without it (recall.search_text), and with it every slot of the
+    project would look alike. An extracted fact's slot is a guess (rank.slot_match ignores those too).
+    """
+    stated = [
+        c for c in pool
+        if c.record.kind == "fact" and c.record.source not in EXTRACTED_SOURCES and c.record.subject and c.record.predicate
+    ]
+    if not stated:
+        return
+    names = {n.lower() for n in project_names}
+    phrases = {
+        id(c): slot_phrase("" if (c.record.subject or "").lower() in names else c.record.subject or "", c.record.predicate or "")
+        for c in stated
+    }
+    embedded = vectors(list(dict.fromkeys(phrases.values())))
+    for c in stated:
+        c.slot_cosine = cosine(query_vector, embedded[phrases[id(c)]])
 
 
 def attach_adjacent(

@@ -126,7 +126,8 @@ def search_slice(
     item = _item_maker(anchors, scored=True)
     room, cost = _budget(budget, count, subject, where, item, preface)
     outcome = hybrid_search(
-        svc.store, info, vector, flt, count, room, cost=cost, adjust=anchors.demote if anchors is not None else None
+        svc.store, info, vector, flt, count, room, cost=cost, adjust=anchors.demote if anchors is not None else None,
+        slot_vectors=svc.slot_matcher().embed_phrases,
     )
     base = dict(query=text, projects=projects, at=iso(at) or "", known_at=iso(known_at) or "")
     nothing = f"Nothing relevant is stored {subject} in {where}"

@@ -148,6 +148,26 @@ def test_a_stated_fact_whose_slot_the_query_names_beats_one_whose_value_names_it
     assert texts(rank(info, [host, port]))[0] == "brambleway module service:inventory: inventory-api"
 
 
+def test_the_slot_whose_meaning_the_query_asks_leads_where_the_words_do_not_tell() -> None:
+    # Both slots share only "catalog" with the query and the sibling's value repeats it; the owner slot means
+    # what was asked ("responsible"), by the cosine of its slot phrase to the query.
+    service = stated("proj module service:catalog: catalog-api", "proj", "module_service:catalog", "catalog-api",
+                     dense=0.62, d_rank=1, l_rank=1)
+    owner = stated("proj module owner:catalog: Core API", "proj", "module_owner:catalog", "Core API",
+                   dense=0.60, d_rank=2, l_rank=2, vector=[0.0, 1.0])
+    service.lexical, owner.lexical = 9.0, 7.5
+    service.slot_cosine, owner.slot_cosine = 0.45, 0.75
+    info = QueryInfo("Which team is responsible for catalog?", project_names=("proj",))
+    assert texts(rank(info, [service, owner]))[0] == owner.record.content
+    assert "slot meaning" in rank(info, [service, owner]).items[0].channels
+    assert texts(rank(info, [service, owner], RankConfig(slot_sense_weight=0.0)))[0] == service.record.content
+    # Below the floor a slot's meaning is no evidence at all, and extracted facts' slots are guesses.
+    owner.slot_cosine = 0.44
+    assert texts(rank(info, [service, owner]))[0] == service.record.content
+    owner.slot_cosine, owner.record.source = 0.75, "rules"
+    assert texts(rank(info, [service, owner]))[0] == service.record.content
+
+
 def test_slot_match_counts_both_sides_and_ignores_project_names() -> None:
     from chronomem.retrieval.rank import slot_match, slot_text
 

@@ -169,7 +169,7 @@ def test_recall_results_carry_provenance_and_channels(svc: MemoryService) -> Non
     r = remember(svc, "Lint with ruff check . before pushing.", facts=[{"subject": "proj", "predicate": "lint_command", "object": "ruff check ."}])
     item = recall(svc, "lint command ruff").results[0]
     assert item.id == r.facts[0].id and item.source_ids == [r.id] and item.source == "agent"
-    assert item.channels and set(item.channels) <= {"dense", "lexical", "slot"} and item.score and item.score > 0
+    assert item.channels and set(item.channels) <= {"dense", "lexical", "slot", "slot meaning"} and item.score and item.score > 0
     assert "slot" in item.channels  # the query names the fact's slot (lint command)
     assert item.valid_at and item.created_at
 
