@@ -14,7 +14,7 @@ A step is the first of these that has work, cheapest and most urgent first:
 5. the vector index, once the table is large (upkeep.py; tens of seconds, no write lock held).
 One step does not wait for a quiet moment: after `upkeep.BURST_UPKEEP_COMMITS` appends without an
 `optimize()` (a burst of writes), compaction runs while calls flow, because every further small
-fragment makes each commit slower.
+fragment makes each commit slower — where an `optimize()` is quick (upkeep.needs_burst_upkeep).
 The bound on what a tool call waits for: reads never wait for the consolidator (they only
 share the CPU). A write waits for the write lock at most for the chunk being committed
 (the rules stage ends its batch as soon as a write is waiting, and releases the lock after
@@ -210,13 +210,13 @@ class Consolidator:
     def _burst_due(self) -> bool:
         """Enough appends since the last `optimize()` to compact without waiting for a quiet moment."""
         try:
-            return needs_burst_upkeep(self.svc.store.commits_since_optimize)
+            return _burst_due(self.svc.store)
         except ChronomemError:  # the store does not open: the step says so when the calls stop
             return False
 
     def _burst_upkeep(self, store: Any) -> StepReport | None:
         """Compaction during a burst of writes (checked again under the lock: another step may have done it)."""
-        if not needs_burst_upkeep(store.commits_since_optimize):
+        if not _burst_due(store):
             return None
         with self.svc.writing():
             store.optimize()
@@ -275,3 +275,7 @@ class Consolidator:
         state = ConsolidationState.load(self.svc.store.path)
         stages = ["rules"] + (["llm"] if self._llm_stage is not None else [])
         return {s: len(pending(self.svc.store, state.mark(s), 1_000_000)) for s in stages}
+
+
+def _burst_due(store: Any) -> bool:
+    return needs_burst_upkeep(store.commits_since_optimize, store.count, store.last_optimize_seconds)

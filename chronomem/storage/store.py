@@ -73,6 +73,8 @@ class MemoryStore:
         self._session: Any = None  # the LanceDB session whose caches `_table` fills
         #: Commits of new rows through this store since its last `optimize()`: each left a small fragment.
         self.commits_since_optimize = 0
+        #: How long this store's last `optimize()` took (None: none yet).
+        self.last_optimize_seconds: float | None = None
 
     @property
     def _table(self) -> Any:
@@ -314,7 +316,9 @@ class MemoryStore:
         index = self._read_index
         table = self._table
         before = self._version
+        started = time.perf_counter()
         table.optimize(cleanup_older_than=retention)
+        self.last_optimize_seconds = time.perf_counter() - started
         self.commits_since_optimize = 0
         self._now_at()
         if index is not None and index.version == before:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import random
 
 from chronomem.consolidate.runner import Consolidator
-from chronomem.consolidate.upkeep import needs_vector_index
+from chronomem.consolidate.upkeep import (
+    BURST_UPKEEP_COMMITS,
+    BURST_UPKEEP_MAX_ROWS,
+    BURST_UPKEEP_MAX_SECONDS,
+    needs_burst_upkeep,
+    needs_vector_index,
+)
 from chronomem.consolidate.watermark import ConsolidationState
 from chronomem.records import MemoryRecord, new_id
 from chronomem.service import MemoryService
@@ -17,6 +23,23 @@ def test_needs_vector_index() -> None:
     assert needs_vector_index(50_000, None)
     assert not needs_vector_index(150_000, 50_000)
     assert needs_vector_index(200_000, 50_000)
+
+
+def test_burst_upkeep_only_after_many_appends_and_only_where_optimize_is_quick() -> None:
+    asked: list[int] = []
+
+    def rows(n: int):
+        def count() -> int:
+            asked.append(n)
+            return n
+        return count
+
+    assert not needs_burst_upkeep(BURST_UPKEEP_COMMITS - 1, rows(10), None)
+    assert asked == [], "the row count is only asked once the appends call for it"
+    assert needs_burst_upkeep(BURST_UPKEEP_COMMITS, rows(10), None)
+    assert needs_burst_upkeep(BURST_UPKEEP_COMMITS, rows(BURST_UPKEEP_MAX_ROWS), BURST_UPKEEP_MAX_SECONDS)
+    assert not needs_burst_upkeep(BURST_UPKEEP_COMMITS, rows(BURST_UPKEEP_MAX_ROWS + 1), None)
+    assert not needs_burst_upkeep(BURST_UPKEEP_COMMITS, rows(10), BURST_UPKEEP_MAX_SECONDS + 0.1)
 
 
 def test_vector_index_is_built_past_the_threshold_and_search_still_finds(svc: MemoryService, clock) -> None:
