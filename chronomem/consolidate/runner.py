@@ -210,13 +210,13 @@ class Consolidator:
     def _burst_due(self) -> bool:
         """Enough appends since the last `optimize()` to compact without waiting for a quiet moment."""
         try:
-            return _burst_due(self.svc.store)
+            return _burst_upkeep_due(self.svc.store)
         except ChronomemError:  # the store does not open: the step says so when the calls stop
             return False
 
     def _burst_upkeep(self, store: Any) -> StepReport | None:
         """Compaction during a burst of writes (checked again under the lock: another step may have done it)."""
-        if not _burst_due(store):
+        if not _burst_upkeep_due(store):
             return None
         with self.svc.writing():
             store.optimize()
@@ -277,5 +277,5 @@ class Consolidator:
         return {s: len(pending(self.svc.store, state.mark(s), 1_000_000)) for s in stages}
 
 
-def _burst_due(store: Any) -> bool:
+def _burst_upkeep_due(store: Any) -> bool:
     return needs_burst_upkeep(store.commits_since_optimize, store.count, store.last_optimize_seconds)
