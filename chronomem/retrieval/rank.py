@@ -1,8 +1,9 @@
 """Ranking a candidate pool: pure functions, no I/O, testable without a store.
 
-1. **Abstain** when the query names something (an identifier, a mixed-case or
-   hyphenated name) that appears nowhere in the searched slice, or when neither
-   channel found anything close.
+1. **Abstain** when the query names something that appears nowhere in the searched
+   slice — an identifier (mixed-case, hyphenated, dotted, with digits), or plain
+   capitalised words when nothing else the query names is there either
+   (`never_mentioned`) — or when neither channel found anything close.
 2. **Fuse** the channels' scores: a weighted sum of the dense cosine (min-max scaled
    over the pool), the BM25 score (scaled by the pool's best), the share of the
    query's distinctive names a memory contains, and the share of the query's terms it
@@ -36,7 +37,7 @@ from chronomem.consolidate.salience import record_salience
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.candidates import Candidate, cosine
 from chronomem.retrieval.context import context_bonus
-from chronomem.retrieval.terms import entities, terms
+from chronomem.retrieval.terms import mentioned, named_things, terms
 
 
 @dataclass(frozen=True)
@@ -122,13 +123,31 @@ class Ranking:
 
 
 def query_entities(query: QueryInfo) -> set[str]:
-    return entities(query.text, ignore=set(query.project_names) | set(query.other_project_names))
+    return set(query_names(query))
 
 
-def missing_from(names: Iterable[str], pool: Iterable[Candidate]) -> list[str]:
-    """The names that no candidate's text contains (case-insensitive)."""
+def query_names(query: QueryInfo) -> dict[str, bool]:
+    """The query's names (not the store's project names), each with whether it is an identifier."""
+    return named_things(query.text, ignore=set(query.project_names) | set(query.other_project_names))
+
+
+def missing_from(names: dict[str, bool], pool: Iterable[Candidate]) -> list[str]:
+    """The names (name → is an identifier) that no candidate's text mentions (`terms.mentioned`), sorted."""
     blob = "\n".join(c.record.content.lower() for c in pool)
-    return [n for n in names if n not in blob]
+    return [n for n in sorted(names) if not mentioned(n, blob, names[n])]
+
+
+def never_mentioned(names: dict[str, bool], absent: Iterable[str]) -> list[str]:
+    """The names whose absence from the slice means the store holds nothing on the query.
+
+    Every absent identifier counts; absent plain words only when every other name of the query is
+    absent too (a memory may say in other words what "Vivaldi" or "European" names, so long as the
+    rest of what the query names is stored). `names` not in `absent` are taken as present.
+    """
+    gone = [n for n in absent if n in names]
+    if len(gone) == len(names):
+        return gone
+    return [n for n in gone if names[n]]
 
 
 def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_CONFIG) -> Ranking:

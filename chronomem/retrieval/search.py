@@ -26,9 +26,11 @@ from chronomem.retrieval.rank import (
     QueryInfo,
     RankConfig,
     missing_from,
-    query_entities,
+    never_mentioned,
+    query_names,
     rank,
 )
+from chronomem.retrieval.terms import mentioned
 from chronomem.storage import Filter, MemoryStore
 
 #: Embeds short phrases, cached: `SlotMatcher.embed_phrases`.
@@ -81,9 +83,11 @@ def hybrid_search(
     if slot_vectors is not None and config.slot_sense_weight:
         attach_slot_cosines(pool, query_vector, slot_vectors, (*query.project_names, *query.other_project_names))
     adjacent = attach_adjacent(store, pool, flt, config)
-    unmatched = missing_from(sorted(query_entities(query)), pool)
+    names = query_names(query)
+    unmatched = missing_from(names, pool)
     if unmatched:
-        query.missing_entities = tuple(_confirm_absent(store, unmatched[:MAX_ENTITY_CHECKS], flt))
+        absent = _confirm_absent(store, unmatched[:MAX_ENTITY_CHECKS], names, flt)
+        query.missing_entities = tuple(never_mentioned(names, absent))
     ranking = rank(query, pool, config)
     if ranking.abstained:
         return SearchOutcome([], True, 0, False, ranking.reason)
@@ -196,12 +200,12 @@ def demote_stale(hits: Sequence[Hit], stale: Collection[str], penalty: float = D
     return out
 
 
-def _confirm_absent(store: MemoryStore, names: list[str], flt: Filter) -> list[str]:
-    """Names that a full-text search of the whole slice for the name itself does not find verbatim."""
+def _confirm_absent(store: MemoryStore, unmatched: list[str], names: dict[str, bool], flt: Filter) -> list[str]:
+    """The `unmatched` names that a full-text search of the whole slice for the name does not find mentioned."""
     absent = []
-    for name in names:
+    for name in unmatched:
         found = store.text_search(name, flt, 10)
-        if not any(name in record.content.lower() for record, _ in found):
+        if not any(mentioned(name, record.content.lower(), names[name]) for record, _ in found):
             absent.append(name)
     return absent
 

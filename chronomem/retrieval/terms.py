@@ -102,7 +102,19 @@ def entities(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> set[
     A capitalised word that only starts a sentence is not a name; dates, weekdays,
     months, stop words and anything in `ignore` (e.g. project names) are skipped.
     """
-    found: set[str] = set()
+    return set(named_things(text, ignore))
+
+
+def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> dict[str, bool]:
+    """`entities` with whether each is an identifier (True) or a plain word (False).
+
+    An identifier — backticked, an abbreviation (`SLA`), or with a digit, a separator (`catalog-svc`,
+    `socket.io`, `src/auth`) or capitals inside it (`GraphQL`, `parseHTTPDate`) — is spelled one way: if the store never
+    spells it, the store holds nothing on it. A plain capitalised word (`Vivaldi`, `European`) may
+    be what a memory says in other words (`Europe`, "classical music"). A compound of stop words and
+    single letters (`and/or`, `U.S.`) names nothing.
+    """
+    found: dict[str, bool] = {}
     for match in _ENTITY.finditer(text):
         raw = next(g for g in match.groups() if g)
         if match.group(3) and re.fullmatch(r"[A-Z][a-z]+", raw):
@@ -119,7 +131,23 @@ def entities(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> set[
             or value in ignore
             or _DATEISH.match(value)
             or value.rstrip("s") in ignore
+            or all(len(p) < 2 or p in STOP_WORDS for p in _SPLIT.split(value))
         ):
             continue
-        found.add(value)
+        plain = match.group(3) is not None and raw.isalpha() and not raw.isupper() and not re.search(r"[a-z][A-Z]", raw)
+        found[value] = found.get(value, False) or not plain
     return found
+
+
+def mentioned(name: str, text: str, identifier: bool = True) -> bool:
+    """Whether lower-cased `text` mentions the lower-cased name: verbatim, a hyphenated name with its
+    words apart (`ice-cream` in "ice cream"), or a plain word's `-s` form by its stem (`Johns` → john)."""
+    if name in text:
+        return True
+    parts = name.split("-")
+    if len(parts) > 1 and all(p.isalpha() for p in parts):
+        if re.search(r"\b" + r"[\s_]+".join(map(re.escape, parts)) + r"\b", text):
+            return True
+    if not identifier and name.endswith("s") and len(name) > 4:
+        return re.search(r"\b" + re.escape(name[:-1]) + r"\b", text) is not None
+    return False

@@ -9,6 +9,7 @@ from chronomem.retrieval.candidates import Candidate
 from chronomem.retrieval.rank import (
     QueryInfo,
     RankConfig,
+    never_mentioned,
     rank,
     term_set,
     term_weights,
@@ -37,6 +38,14 @@ def test_empty_pool_and_unknown_names_abstain() -> None:
     pool = [cand("The API listens on 8080.")]
     outcome = rank(QueryInfo("Which port does billing-api use?", missing_entities=("billing-api",)), pool)
     assert outcome.abstained and "billing-api" in outcome.reason
+
+
+def test_an_absent_identifier_always_counts_an_absent_plain_word_only_alone() -> None:
+    names = {"melanie": False, "vivaldi": False, "billing-api": True}
+    assert never_mentioned(names, ["billing-api", "vivaldi"]) == ["billing-api"]
+    assert never_mentioned(names, ["vivaldi"]) == []  # Melanie is stored: a memory may say "classical music"
+    assert never_mentioned(names, ["melanie", "vivaldi", "billing-api"]) == ["melanie", "vivaldi", "billing-api"]
+    assert never_mentioned({"kafka": False}, ["kafka"]) == ["kafka"]  # the only thing it names is not stored
 
 
 def test_weak_dense_and_no_lexical_abstains() -> None:

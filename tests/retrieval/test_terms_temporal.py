@@ -8,7 +8,7 @@ import pytest
 
 from chronomem.records import UTC
 from chronomem.retrieval.temporal import read_time
-from chronomem.retrieval.terms import entities, fold, terms
+from chronomem.retrieval.terms import entities, fold, mentioned, named_things, terms
 
 NOW = datetime(2024, 8, 20, tzinfo=UTC)
 
@@ -29,6 +29,21 @@ def test_entities_are_the_named_things() -> None:
     assert entities("Find notes that mention `INC-6653`.") == {"inc-6653"}
     assert entities("What was it on 2024-05-30, in May?") == set()
     assert entities("Where is the lint step?") == set()
+    assert entities("Has Tim been to the U.S. and/or Canada?") == {"tim", "canada"}  # stop words and letters name nothing
+
+
+def test_identifiers_are_told_from_plain_words() -> None:
+    got = named_things("Does Tim's GraphQL gateway on catalog-svc (v2) use `redis` like Vivaldi, via CDN and parseHTTPDate?")
+    assert {n for n, exact in got.items() if exact} == {"graphql", "catalog-svc", "redis", "parsehttpdate", "cdn"}
+    assert {n for n, exact in got.items() if not exact} == {"tim", "vivaldi"}
+
+
+def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
+    assert mentioned("ice-cream", "she made vegan ice cream again")
+    assert mentioned("catalog-svc", "catalog-svc listens on 8080") and not mentioned("catalog-svc", "the catalog service")
+    assert mentioned("johns", "john said so", identifier=False)
+    assert not mentioned("johns", "john said so", identifier=True)  # an identifier is spelled one way
+    assert not mentioned("stripe", "strip the prefix", identifier=False)
 
 
 @pytest.mark.parametrize(

@@ -165,6 +165,16 @@ def test_recall_abstains_when_nothing_relevant(svc: MemoryService) -> None:
     assert empty.abstained
 
 
+def test_an_unstored_identifier_abstains_an_unstored_plain_word_beside_a_stored_name_does_not(svc: MemoryService) -> None:
+    remember(svc, "Melanie: I went to a classical concert with my kids, it was lovely.")
+    remember(svc, "The catalog service listens on 8080.")
+    unknown_service = recall(svc, "Which port does catalog-svc listen on?")
+    assert unknown_service.abstained and "catalog-svc" in unknown_service.text()
+    assert recall(svc, "Which port does Kafka use?").abstained  # the one thing it names is not stored
+    vivaldi = recall(svc, "Would Melanie enjoy a concert of Vivaldi?")
+    assert not vivaldi.abstained and "classical concert" in vivaldi.results[0].text
+
+
 def test_recall_results_carry_provenance_and_channels(svc: MemoryService) -> None:
     r = remember(svc, "Lint with ruff check . before pushing.", facts=[{"subject": "proj", "predicate": "lint_command", "object": "ruff check ."}])
     item = recall(svc, "lint command ruff").results[0]
