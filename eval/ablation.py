@@ -1,13 +1,15 @@
 """Ablation rankers: each retrieval signal alone, then fused, over the slice `recall` searches.
 
 Built from chronomem's public parts without changing them: the same `Filter`
-`search_slice` builds (chronomem/tools/recall.py), `MemoryStore.vector_search` /
-`text_search` with the same candidate pool as `hybrid_search`, and
-`chronomem.retrieval.fusion.rrf`. Unlike `recall` these rankers never abstain and
-give facts no bonus, so they show what each signal contributes.
+`search_slice` builds (chronomem/tools/recall.py). The first rankers are single channels
+(`MemoryStore.vector_search` / `text_search` with the same candidate pool as recall) and
+their fusion by `chronomem.retrieval.fusion.rrf`; the rest are recall's own read path
+(`search.ranked_hits`) with a `RankConfig` that switches the later signals off, one more
+on per row, the last being recall's ranking. None of them abstains, so they show what each
+signal contributes to the order.
 
-To measure a further signal, add a function to `SIGNALS` (a `QueryContext` in, memory
-ids best first out) and append a `Ranker` that adds it to the previous one's signals.
+To measure a further signal, give it a weight in `RankConfig` and append a
+`PipelineRanker` row that turns it on (off in the rows before it).
 """
 
 from __future__ import annotations
@@ -20,14 +22,12 @@ from functools import cached_property
 from dataclasses import replace
 
 from chronomem.records import MemoryRecord
-from chronomem.retrieval.bridge import bridge_search, placed
-from chronomem.retrieval.candidates import gather
-from chronomem.retrieval.rank import QueryInfo, RankConfig, rank
+from chronomem.retrieval.candidates import CANDIDATE_POOL
+from chronomem.retrieval.fusion import rrf
+from chronomem.retrieval.rank import QueryInfo, RankConfig
+from chronomem.retrieval.search import ranked_hits
 from chronomem.retrieval.temporal import read_time
 from chronomem.retrieval.terms import without_name
-from chronomem.retrieval.fusion import rrf
-from chronomem.retrieval.search import Hit, attach_adjacent, attach_slot_cosines, with_context
-from chronomem.retrieval.candidates import CANDIDATE_POOL
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 
@@ -92,7 +92,7 @@ class Ranker:
 
 @dataclass(frozen=True)
 class PipelineRanker:
-    """chronomem's own read path (`gather` + `rank`) with some of its signals switched off; never abstains."""
+    """chronomem's own read path (`search.ranked_hits`) with some of its signals switched off; never abstains."""
 
     name: str
     config: RankConfig
@@ -102,35 +102,27 @@ class PipelineRanker:
         names = ctx.svc.project_names()
         own = (names.get(ctx.project, ctx.project),) if ctx.project else ()
         text = without_name(reading.text, own[0]) if own and self.config.own_name_off else reading.text
+        period = (reading.since, reading.at) if reading.since is not None and reading.at is not None else None
         info = QueryInfo(
             text=text,
             intent=reading.intent,
             project_names=own,
             other_project_names=tuple(n for n in names.values() if n not in own),
+            period=period,
         )
         vector = ctx.svc.embed_one(text)
-        pool = gather(ctx.svc.store, text, vector, ctx.flt, ctx.pool)
-        if self.config.slot_sense_weight:
-            attach_slot_cosines(pool, vector, ctx.svc.slot_matcher().embed_phrases, (*info.project_names, *info.other_project_names))
-        adjacent = attach_adjacent(ctx.svc.store, pool, ctx.flt, self.config)
-        hits = [Hit(r.candidate.record, r.score) for r in rank(info, pool, self.config).items]
-        if self.config.context_share and adjacent:
-            hits = with_context(ctx.svc.store, hits, adjacent, self.config)
-        records = [h.record for h in hits]
-        if self.config.second_hop:
-            found = bridge_search(ctx.svc.store, info, records, ctx.flt)
-            if found is not None:
-                records = placed(records, found.record, lambda r: r.id)
-        return records[:limit]
+        config = replace(self.config, abstain=False)
+        hits, _ = ranked_hits(ctx.svc.store, info, vector, ctx.flt, config, ctx.svc.slot_matcher().embed_phrases)
+        return [h.record for h in hits[:limit]]
 
 
 _OFF = RankConfig(
     entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0,
     second_hop=False, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, slot_sense_weight=0.0,
-    context_weight=0.0, context_share=0.0,
+    context_weight=0.0, context_share=0.0, period_weight=0.0,
 )
 #: recall's ranking without conversational context, for the rows before its own.
-_NO_CONTEXT = replace(RankConfig(), context_weight=0.0, context_share=0.0)
+_NO_CONTEXT = replace(RankConfig(), context_weight=0.0, context_share=0.0, period_weight=0.0)
 #: recall's ranking with the signals added after the second hop switched off, for the rows before theirs.
 _UPTO_HOP = replace(_NO_CONTEXT, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, slot_sense_weight=0.0)
 #: ... and without the slot channels.
@@ -157,10 +149,10 @@ RANKERS: list[Ranker | PipelineRanker] = [
     PipelineRanker("+ a stated fact's slot matched to the query (1.0)", replace(_NO_CONTEXT, slot_sense_weight=0.0)),
     PipelineRanker("+ the meaning of its slot, by the cosine of its slot phrase to the query (0.5)", _NO_CONTEXT),
     PipelineRanker(
-        "+ conversational context: chunks written next to it, alike (0.3, neighbours of the first 3 at 0.5) "
-        "(= recall's ranking)",
-        RankConfig(),
+        "+ conversational context: chunks written next to it, alike (0.3, neighbours of the first 3 at 0.5)",
+        replace(RankConfig(), period_weight=0.0),
     ),
+    PipelineRanker("+ what began in the day or month a dated question names (0.3) (= recall's ranking)", RankConfig()),
 ]
 
 

@@ -510,9 +510,10 @@ def notes(agent: bool, unmapped: int) -> list[str]:
         "(even between two identical calls), and recall's "
         "fusion breaks ties by channel rank, so repeated runs differ by one or two queries per type (up to 0.03 on "
         "a type's figure, under 0.01 on macro hit@1).",
-        "Ablation rankers search the same slice (same Filter) as recall / as_of and fuse with chronomem's `rrf`; "
-        "they never abstain and give facts no bonus. README baselines are time-blind, so their as_of column "
-        "is not comparable with ours.",
+        "Ablation rankers search the same slice (same Filter) as recall / as_of, without recall's dated-phrase "
+        "narrowing; the first three fuse with chronomem's `rrf`, the rest are recall's own read path "
+        "(`search.ranked_hits`) with the later signals switched off; none abstains. README baselines are "
+        "time-blind, so their as_of column is not comparable with ours.",
     ]
     if agent:
         out.append(

@@ -330,8 +330,9 @@ def main(argv: list[str] | None = None) -> int:
             "Evidence ids are split on ';' and repaired ('D:11:26' → 'D11:26'); ids naming no turn are dropped "
             f"({sum(len(v) for v in dropped.values())} ids in {len(dropped)} questions); questions of categories 1-4 "
             "with no evidence at all are not scored.",
-            "Ablation rankers search the same slice as recall (same Filter, candidate pool 50) and fuse with "
-            "chronomem's `rrf`; they never abstain and give facts no bonus.",
+            "Ablation rankers search the same slice as recall (same Filter, candidate pool 50; no dated-phrase "
+            "narrowing); the first three fuse with chronomem's `rrf`, the rest are recall's own read path "
+            "(`search.ranked_hits`) with the later signals switched off; none abstains.",
         ],
         "questions": [
             {

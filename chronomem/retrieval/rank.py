@@ -89,6 +89,11 @@ class RankConfig:
     context_cosine: float = 0.4
     context_share: float = 0.5
     context_top: int = 3
+    # A dated question names a day or a month ("what did we ship on 1 May 2022", "in March"): a memory that
+    # began within it (valid time) gains this much — it is what happened or was said then, where the rest of
+    # the slice is only what still held.
+    period_weight: float = 0.3
+    abstain: bool = True  # off, ranking never abstains (the ablation's rankers: what each signal ranks)
 
 
 DEFAULT_CONFIG = RankConfig()
@@ -103,6 +108,7 @@ class QueryInfo:
     project_names: tuple[str, ...] = ()  # names of the projects being searched
     other_project_names: tuple[str, ...] = ()  # names of the store's other projects
     missing_entities: tuple[str, ...] = ()  # names in the query found nowhere in the slice
+    period: tuple[datetime, datetime] | None = None  # the day or month a dated question names (first, last moment)
     now: datetime | None = None  # when set, salience (reinforcement and decay) adds to the score
 
 
@@ -153,17 +159,18 @@ def never_mentioned(names: dict[str, bool], absent: Iterable[str]) -> list[str]:
 def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_CONFIG) -> Ranking:
     if not pool:
         return Ranking([], True, "nothing in the slice")
-    if query.missing_entities:
-        return Ranking([], True, "never mentioned: " + ", ".join(query.missing_entities))
-    best_dense = max((c.dense for c in pool if c.dense is not None), default=0.0)
-    lexical_hits = [c for c in pool if c.lexical_rank is not None]
-    if best_dense < config.dense_floor and not lexical_hits:
-        return Ranking([], True, "no close match")
+    if config.abstain:
+        if query.missing_entities:
+            return Ranking([], True, "never mentioned: " + ", ".join(query.missing_entities))
+        best_dense = max((c.dense for c in pool if c.dense is not None), default=0.0)
+        lexical_hits = [c for c in pool if c.lexical_rank is not None]
+        if best_dense < config.dense_floor and not lexical_hits:
+            return Ranking([], True, "no close match")
 
     wanted = distinctive(query_entities(query), pool, config)
     asked = query_terms(query)
     weights = term_weights(asked, pool)
-    items = _fuse(pool, wanted, config, query.now, weights, slot_query_terms(query), project_terms(query))
+    items = _fuse(pool, wanted, config, query.now, weights, slot_query_terms(query), project_terms(query), query.period)
     _demote_foreign(items, query, config)
     for item in items:
         if hedged(item.candidate.record.content):
@@ -256,6 +263,7 @@ def _fuse(
     weights: dict[str, float] | None = None,
     asked: set[str] = frozenset(),
     ignore: frozenset[str] = frozenset(),
+    period: tuple[datetime, datetime] | None = None,
 ) -> list[Ranked]:
     dense = [c.dense for c in pool if c.dense is not None]
     low, high = (min(dense), max(dense)) if dense else (0.0, 1.0)
@@ -281,6 +289,9 @@ def _fuse(
             score += config.coverage_weight * weighted_coverage(weights, c.record.content)
         if now is not None and config.salience_weight:
             score += config.salience_weight * math.log1p(record_salience(c.record, now))
+        if period is not None and config.period_weight and period[0] <= c.record.valid_at <= period[1]:
+            channels.append("dated")
+            score += config.period_weight
         if c.record.kind == "fact":
             if config.slot_weight and c.record.source not in EXTRACTED_SOURCES:
                 match = slot_match(asked, c.record, ignore)

@@ -79,18 +79,38 @@ def hybrid_search(
     `adjust`, when given, may rescore and reorder the ranked hits before `limit` and the budget apply.
     `slot_vectors`, when given, embeds slot phrases (cached) so stated facts rank by their slot's meaning too.
     """
+    hits, reason = ranked_hits(store, query, query_vector, flt, config, slot_vectors)
+    if reason is not None:
+        return SearchOutcome([], True, 0, False, reason)
+    if adjust is not None:
+        hits = adjust(hits)
+    return within_budget(hits, limit, budget_tokens, cost)
+
+
+def ranked_hits(
+    store: MemoryStore,
+    query: QueryInfo,
+    query_vector: Sequence[float],
+    flt: Filter,
+    config: RankConfig = DEFAULT_CONFIG,
+    slot_vectors: PhraseVectors | None = None,
+) -> tuple[list[Hit], str | None]:
+    """The read path up to its adjust step: gather, slot meaning, neighbours, the names gate, rank, context,
+    second hop — each signal as `config` sets it. Returns the hits best first, or no hits and why it abstained
+    (never with `config.abstain` off: the ablation's rankers)."""
     pool = gather(store, query.text, query_vector, flt)
     if slot_vectors is not None and config.slot_sense_weight:
         attach_slot_cosines(pool, query_vector, slot_vectors, (*query.project_names, *query.other_project_names))
     adjacent = attach_adjacent(store, pool, flt, config)
-    names = query_names(query)
-    unmatched = missing_from(names, pool)
-    if unmatched:
-        absent = _confirm_absent(store, unmatched[:MAX_ENTITY_CHECKS], names, flt)
-        query.missing_entities = tuple(never_mentioned(names, absent))
+    if config.abstain:
+        names = query_names(query)
+        unmatched = missing_from(names, pool)
+        if unmatched:
+            absent = _confirm_absent(store, unmatched[:MAX_ENTITY_CHECKS], names, flt)
+            query.missing_entities = tuple(never_mentioned(names, absent))
     ranking = rank(query, pool, config)
     if ranking.abstained:
-        return SearchOutcome([], True, 0, False, ranking.reason)
+        return [], ranking.reason
     hits = [
         Hit(r.candidate.record, r.score, r.channels, r.candidate.dense, r.candidate.lexical) for r in ranking.items
     ]
@@ -98,9 +118,7 @@ def hybrid_search(
         hits = with_context(store, hits, adjacent, config)
     if config.second_hop:
         hits = _second_hop(store, query, hits, flt)
-    if adjust is not None:
-        hits = adjust(hits)
-    return within_budget(hits, limit, budget_tokens, cost)
+    return hits, None
 
 
 def attach_slot_cosines(

@@ -7,7 +7,7 @@ also classifies the intent, which decides how ranking treats newer and older mem
 about the same thing: `current` (the default: what is true now — the newer wins),
 `past` (a dated question: what was true then — the newer within that slice wins),
 `event` (past tense with no date, "when did we…": about something that happened, so
-recency says nothing), or `history` (how something changed — oldest first).
+recency says nothing; a yes/no question — "did anyone fix X?" — asks how it stands now), or `history` (how something changed — oldest first).
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ _EVENT = re.compile(
     r"\b(?:did|was|were|had|went|when|used to|previously|originally|formerly|back then|at the time|earlier|initially)\b",
     re.I,
 )
+# "Did anyone fix X?", "Was it ever migrated?": asks whether something was done — settled by the latest word on it
+_YES_NO = re.compile(r"^\W*(?:did|was|were|had)\b(?!.*\bwhen\b)", re.I)
 _SCAFFOLD = re.compile(r"\b(?:if i had checked out|if i had looked at|checked out|what did we have recorded as)\b", re.I)
 
 
@@ -64,11 +66,13 @@ class TimeReading:
     text: str  # the query without its dated phrase
     at: datetime | None  # the moment the phrase names, if any
     intent: str  # "current" | "past" | "event" | "history"
+    since: datetime | None = None  # where a named day or month begins ("on May 10, 2024", "in March"); `at` ends it
 
 
 def read_time(query: str, now: datetime) -> TimeReading:
     """Split the dated phrase off `query` and classify what it asks about time."""
     at: datetime | None = None
+    since: datetime | None = None
     text = query
     for pattern in _PATTERNS:
         match = pattern.search(text)
@@ -77,7 +81,7 @@ def read_time(query: str, now: datetime) -> TimeReading:
         moment = _moment(match, now)
         if moment is None:
             continue
-        at = moment
+        since, at = moment
         text = (text[: match.start()] + " " + text[match.end():]).strip()
         break
     text = _SCAFFOLD.sub(" ", text)
@@ -86,11 +90,11 @@ def read_time(query: str, now: datetime) -> TimeReading:
         intent = "history"
     elif at is not None:
         intent = "past"
-    elif _EVENT.search(query):
+    elif _EVENT.search(query) and not _YES_NO.match(query):
         intent = "event"
     else:
         intent = "current"
-    return TimeReading(text or query, at, intent)
+    return TimeReading(text or query, at, intent, since)
 
 
 def _end_of_day(day: datetime) -> datetime:
@@ -99,34 +103,42 @@ def _end_of_day(day: datetime) -> datetime:
     return day.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1, microseconds=-1)
 
 
-def _moment(match: re.Match[str], now: datetime) -> datetime | None:
+def _moment(match: re.Match[str], now: datetime) -> tuple[datetime | None, datetime] | None:
+    """The moment the phrase names, and where its day or month begins when it names one."""
     groups = match.groupdict()
     try:
         if groups.get("iso"):
             value = datetime.fromisoformat(groups["iso"].replace("Z", "+00:00"))
             value = value if value.tzinfo else value.replace(tzinfo=UTC)
-            return _end_of_day(value) if len(groups["iso"]) == 10 else value
+            if len(groups["iso"]) == 10:
+                return value, _end_of_day(value)
+            return None, value
         if groups.get("mon") and groups.get("year"):
             month = _MONTHS[groups["mon"].lower().rstrip(".")]
             year = int(groups["year"])
             if groups.get("day"):
-                return _end_of_day(datetime(year, month, int(groups["day"]), tzinfo=UTC))
-            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
-            return end - timedelta(microseconds=1)  # "in May 2024": as it stood by the end of May
+                day = datetime(year, month, int(groups["day"]), tzinfo=UTC)
+                return day, _end_of_day(day)
+            return _month(year, month)  # "in May 2024": as it stood by the end of May
         if groups.get("bare"):
             month = _MONTHS[groups["bare"].lower().rstrip(".")]
-            year = now.year if month <= now.month else now.year - 1
-            end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
-            return min(end - timedelta(microseconds=1), now)
+            start, end = _month(now.year if month <= now.month else now.year - 1, month)
+            return start, min(end, now)
         if groups.get("unit"):
             n = groups["n"].lower()
             count = int(n) if n.isdigit() else _WORD_NUM[n]
             days = {"day": 1, "week": 7, "month": 30, "year": 365}[groups["unit"].lower()] * count
-            return now - timedelta(days=days)
+            return None, now - timedelta(days=days)
         if groups.get("rel"):
             rel = groups["rel"].lower()
             days = 1 if rel == "yesterday" else {"week": 7, "month": 30, "year": 365}[rel.split()[-1]]
-            return now - timedelta(days=days)
+            return None, now - timedelta(days=days)
     except (ValueError, KeyError, OverflowError):
         return None
     return None
+
+
+def _month(year: int, month: int) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+    return start, end - timedelta(microseconds=1)

@@ -108,8 +108,11 @@ def search_slice(
     projects = svc.scope_projects(project, scope)
 
     reading = read_time(text, svc.now())
+    period = None
     if reading.at is not None and narrow_to_phrase:
         at = min(reading.at, at)
+        if reading.since is not None and reading.since <= at:
+            period = (reading.since, at)
     if reading.intent == "history":  # "how has X changed": every value it had by `at`, ended ones too
         flt = Filter().known(known_at).began_by(at)
     else:
@@ -118,7 +121,7 @@ def search_slice(
         flt = flt.projects(projects)
     if wanted != KINDS:
         flt = flt.kinds(wanted)
-    info = _query_info(svc, reading.text, reading.intent, projects)
+    info = _query_info(svc, reading.text, reading.intent, projects, period)
     vector = svc.embed_one(info.text)
     where = "all projects" if projects is None else ", ".join(projects)
     subject = f"for {_shown(text)}"
@@ -135,7 +138,9 @@ def search_slice(
     return _respond(outcome, item, subject, where, budget, nothing, base, preface)
 
 
-def _query_info(svc: MemoryService, text: str, intent: str, projects: list[str] | None) -> QueryInfo:
+def _query_info(
+    svc: MemoryService, text: str, intent: str, projects: list[str] | None, period: tuple[datetime, datetime] | None = None
+) -> QueryInfo:
     """What ranking needs about the query; searching one project, the text loses that project's name."""
     names = svc.project_names()
     searched = tuple(names.get(p, p) for p in projects) if projects is not None else tuple(names.values())
@@ -145,6 +150,7 @@ def _query_info(svc: MemoryService, text: str, intent: str, projects: list[str] 
         project_names=searched,
         other_project_names=tuple(n for p, n in names.items() if n not in searched),
         now=svc.now(),
+        period=period,
     )
 
 

@@ -48,6 +48,20 @@ def test_an_absent_identifier_always_counts_an_absent_plain_word_only_alone() ->
     assert never_mentioned({"kafka": False}, ["kafka"]) == ["kafka"]  # the only thing it names is not stored
 
 
+def test_what_began_in_the_named_period_gains() -> None:
+    earlier = cand("We baked a lemon cake for the sale.", days=40, dense=0.7, vector=[1.0, 0.0])
+    then = cand("We baked a chocolate tart for the party!", days=75, dense=0.6, vector=[0.0, 1.0])
+    unrelated = cand("The car needs new tyres.", days=70, dense=0.1, d_rank=3, l_rank=None, vector=[0.6, 0.8])
+    pool = [earlier, then, unrelated]
+    march = (T0 + timedelta(days=60), T0 + timedelta(days=90))
+    asked = "What did we bake?"
+    assert texts(rank(QueryInfo(asked, intent="past"), pool))[0] == earlier.record.content
+    dated = rank(QueryInfo(asked, intent="past", period=march), pool)
+    assert texts(dated)[0] == then.record.content and "dated" in dated.items[0].channels
+    off = rank(QueryInfo(asked, intent="past", period=march), pool, RankConfig(period_weight=0.0))
+    assert texts(off)[0] == earlier.record.content
+
+
 def test_weak_dense_and_no_lexical_abstains() -> None:
     pool = [cand("Lunch was nice.", dense=0.1, l_rank=None)]
     assert rank(QueryInfo("deploy procedure"), pool).abstained

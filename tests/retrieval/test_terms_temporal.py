@@ -59,6 +59,8 @@ def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
         ("When did we move to nox?", None, "When did we move to nox?", "event"),
         ("Which port does audit-svc use?", None, "Which port does audit-svc use?", "current"),
         ("May I ask which port it is?", None, "May I ask which port it is?", "current"),
+        ("Did anyone fix the flaky test_expiry?", None, "Did anyone fix the flaky test_expiry?", "current"),
+        ("Did we move to nox, and when?", None, "Did we move to nox, and when?", "event"),
     ],
 )
 def test_read_time(query: str, at: datetime | None, text: str, intent: str) -> None:
@@ -69,6 +71,22 @@ def test_read_time(query: str, at: datetime | None, text: str, intent: str) -> N
 def test_relative_phrases() -> None:
     reading = read_time("What did we decide 3 weeks ago about caching?", NOW)
     assert reading.at == datetime(2024, 7, 30, tzinfo=UTC) and reading.text == "What did we decide about caching?"
+    assert reading.since is None  # a moment, not a day or month that began somewhere
+
+
+@pytest.mark.parametrize(
+    ("query", "since"),
+    [
+        ("What did we ship on May 10, 2024?", datetime(2024, 5, 10, tzinfo=UTC)),
+        ("What did we ship on 2024-05-10?", datetime(2024, 5, 10, tzinfo=UTC)),
+        ("What did we ship in May 2024?", datetime(2024, 5, 1, tzinfo=UTC)),
+        ("What did we ship in March?", datetime(2024, 3, 1, tzinfo=UTC)),
+        ("What did we ship in August?", datetime(2024, 8, 1, tzinfo=UTC)),  # this month, up to now
+    ],
+)
+def test_a_named_day_or_month_has_a_beginning(query: str, since: datetime) -> None:
+    reading = read_time(query, NOW)
+    assert reading.since == since and reading.at is not None and since < reading.at <= max(NOW, reading.at)
 
 
 def test_without_name_drops_the_project_name_and_nothing_else() -> None:

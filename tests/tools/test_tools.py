@@ -175,6 +175,15 @@ def test_an_unstored_identifier_abstains_an_unstored_plain_word_beside_a_stored_
     assert not vivaldi.abstained and "classical concert" in vivaldi.results[0].text
 
 
+def test_a_dated_question_marks_what_began_that_month(svc: MemoryService) -> None:
+    remember(svc, "Release 4.1 shipped the export button.", valid_from="2024-02-10")
+    remember(svc, "Release 4.2 shipped bulk import.", valid_from="2024-03-12")
+    march = recall(svc, "What shipped in March 2024?").results
+    assert march[0].text == "Release 4.2 shipped bulk import." and "dated" in march[0].channels
+    assert all("dated" not in (i.channels or []) for i in march[1:])
+    assert all("dated" not in (i.channels or []) for i in recall(svc, "What shipped?").results)
+
+
 def test_recall_results_carry_provenance_and_channels(svc: MemoryService) -> None:
     r = remember(svc, "Lint with ruff check . before pushing.", facts=[{"subject": "proj", "predicate": "lint_command", "object": "ruff check ."}])
     item = recall(svc, "lint command ruff").results[0]
