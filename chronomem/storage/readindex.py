@@ -79,6 +79,14 @@ def _terms(text: str) -> list[str]:
     return terms(text)
 
 
+def _indexed_terms(content: str, kind: str) -> list[str]:
+    """The terms a row is searched by. A fact counts each once: its sentence often repeats its subject
+    in the value ("harborview module path:notifications: cmd/notifications/"), which is not emphasis,
+    and BM25 ranked that sibling above the fact a question asked for ("… module owner:notifications: Infra")."""
+    found = _terms(content)
+    return list(dict.fromkeys(found)) if kind == "fact" else found
+
+
 def _micros_column(table: Any, name: str) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -299,9 +307,10 @@ class ReadIndex:
         paths = data.column("paths").to_pylist()
         self._has_paths[first:end] = [bool(p) for p in paths]
         self._project[first:end] = [self._code("project", p) for p in data.column("project").to_pylist()]
-        self._kind[first:end] = [self._code("kind", k) for k in data.column("kind").to_pylist()]
+        kinds = data.column("kind").to_pylist()
+        self._kind[first:end] = [self._code("kind", k) for k in kinds]
         contents = data.column("content").to_pylist()
-        self._lengths[first:end] = self._postings.add(first, [_terms(c) for c in contents])
+        self._lengths[first:end] = self._postings.add(first, [_indexed_terms(c, k) for c, k in zip(contents, kinds)])
         self._length_sum += float(self._lengths[first:end].sum(dtype=np.float64))
         for offset, memory_id in enumerate(ids):
             self._pos[memory_id] = first + offset

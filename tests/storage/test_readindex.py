@@ -132,6 +132,23 @@ def test_text_search_ranks_by_bm25(pair: tuple[MemoryStore, MemoryStore]) -> Non
     assert ids(rare)[0] == rows[2].id  # both terms, one of them rare
 
 
+def test_a_fact_counts_each_of_its_words_once(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, _ = pair
+    rng = random.Random(3)
+    texts = ["shop module path:notifications: cmd/notifications/", "shop module owner:notifications: Infra"]
+    facts = [
+        MemoryRecord(id=new_id(), kind="fact", project="p", content=text, valid_at=T0, created_at=T0,
+                     vector=rand_vector(rng), embed_model="test")
+        for text in texts
+    ]
+    chunks = [f.copy(id=new_id(), kind="chunk") for f in facts]
+    indexed.add([*facts, *chunks, *(c.copy(id=new_id(), content=f"filler note {i}") for i, c in enumerate(chunks * 5))])
+    on_facts = indexed.text_search("notifications", Filter().kinds(["fact"]), 10)
+    assert set(ids(on_facts)) == {f.id for f in facts} and on_facts[0][1] == pytest.approx(on_facts[1][1], rel=0.2)
+    on_chunks = indexed.text_search("notifications", Filter().kinds(["chunk"]), 10)
+    assert ids(on_chunks)[0] == chunks[0].id and on_chunks[0][1] > on_chunks[1][1] * 1.2  # a chunk's repeats count
+
+
 def test_own_writes_apply_at_once_and_expiry_leaves_the_live_slice(pair: tuple[MemoryStore, MemoryStore]) -> None:
     indexed, plain = pair
     rng = random.Random(3)
