@@ -7,7 +7,8 @@ also classifies the intent, which decides how ranking treats newer and older mem
 about the same thing: `current` (the default: what is true now — the newer wins),
 `past` (a dated question: what was true then — the newer within that slice wins),
 `event` (past tense with no date, "when did we…": about something that happened, so
-recency says nothing; a yes/no question — "did anyone fix X?" — asks how it stands now), or `history` (how something changed — oldest first).
+recency says nothing; a yes/no question — "did anyone fix X?" — asks how it stands now),
+or `history` (how something changed — oldest first).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ _EVENT = re.compile(
     r"\b(?:did|was|were|had|went|when|used to|previously|originally|formerly|back then|at the time|earlier|initially)\b",
     re.I,
 )
-# "Did anyone fix X?", "Was it ever migrated?": asks whether something was done — settled by the latest word on it
+# "Did anyone fix X?", "Was it ever migrated?": whether something was done, settled by the latest word on it
 _YES_NO = re.compile(r"^\W*(?:did|was|were|had)\b(?!.*\bwhen\b)", re.I)
 _SCAFFOLD = re.compile(r"\b(?:if i had checked out|if i had looked at|checked out|what did we have recorded as)\b", re.I)
 

@@ -109,8 +109,8 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
     """`entities` with whether each is an identifier (True) or a plain word (False).
 
     An identifier — backticked, an abbreviation (`SLA`), or with a digit, a separator (`catalog-svc`,
-    `socket.io`, `src/auth`) or capitals inside it (`GraphQL`, `parseHTTPDate`) — is spelled one way: if the store never
-    spells it, the store holds nothing on it. A plain capitalised word (`Vivaldi`, `European`) may
+    `socket.io`, `src/auth`) or capitals inside it (`GraphQL`, `parseHTTPDate`) — is spelled one way:
+    if the store never spells it, the store holds nothing on it. A plain capitalised word (`Vivaldi`, `European`) may
     be what a memory says in other words (`Europe`, "classical music"). A compound of stop words and
     single letters (`and/or`, `U.S.`) names nothing.
     """
@@ -134,7 +134,9 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
             or all(len(p) < 2 or p in STOP_WORDS for p in _SPLIT.split(value))
         ):
             continue
-        plain = match.group(3) is not None and raw.isalpha() and not raw.isupper() and not re.search(r"[a-z][A-Z]", raw)
+        plain = (
+            match.group(3) is not None and raw.isalpha() and not raw.isupper() and not re.search(r"[a-z][A-Z]", raw)
+        )
         found[value] = found.get(value, False) or not plain
     return found
 

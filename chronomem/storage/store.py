@@ -173,8 +173,9 @@ class MemoryStore:
                 settle_heap()
             else:
                 release_free_memory()
-        except Exception:  # the index only speeds reads up: without it LanceDB answers (no retry loop)
-            log.debug("read index build failed; searches use LanceDB", exc_info=True)
+        except Exception as exc:  # the index only speeds reads up: without it LanceDB answers (no retry loop)
+            log.warning("the read index could not be built (%s: %s); LanceDB answers searches", type(exc).__name__, exc)
+            log.debug("read index build failure", exc_info=True)
             self._index_off = True
         finally:
             with self._index_lock:

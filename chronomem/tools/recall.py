@@ -139,7 +139,11 @@ def search_slice(
 
 
 def _query_info(
-    svc: MemoryService, text: str, intent: str, projects: list[str] | None, period: tuple[datetime, datetime] | None = None
+    svc: MemoryService,
+    text: str,
+    intent: str,
+    projects: list[str] | None,
+    period: tuple[datetime, datetime] | None = None,
 ) -> QueryInfo:
     """What ranking needs about the query; searching one project, the text loses that project's name."""
     names = svc.project_names()
