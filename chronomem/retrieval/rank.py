@@ -1,7 +1,7 @@
 """Ranking a candidate pool: pure functions, no I/O, testable without a store.
 
 1. **Abstain** when the query names something that appears nowhere in the searched
-   slice — an identifier (mixed-case, hyphenated, dotted, with digits), or plain
+   slice — an identifier (mixed-case, hyphenated, dotted, with digits, an abbreviation), or plain
    capitalised words when nothing else the query names is there either
    (`never_mentioned`) — or when neither channel found anything close.
 2. **Fuse** the channels' scores: a weighted sum of the dense cosine (min-max scaled
@@ -11,7 +11,8 @@
    chosen on the dev data and shown in the ablation). Reciprocal rank fusion, the usual choice, keeps
    only each channel's order and throws away how far ahead the leader is; on both dev
    sets the score sum did better (see README "How recall ranks"). A fact the agent stated
-   also scores by how well its slot (subject, predicate) matches the query.
+   also scores by how well its slot (subject, predicate) matches the query, and a memory
+   that began in the day or month a dated question names gains `period_weight`.
 3. **Demote** memories that are about another project of the store (they name it, not ours).
    A chunk also gains from the chunks written next to it, alike in meaning (its conversational
    context: retrieval/context.py).
