@@ -174,7 +174,12 @@ class MemoryStore:
             else:
                 release_free_memory()
         except Exception as exc:  # the index only speeds reads up: without it LanceDB answers (no retry loop)
-            log.warning("the read index could not be built (%s: %s); LanceDB answers searches", type(exc).__name__, exc)
+            from chronomem.storage.doctor import is_damage
+
+            # Damaged files are reported, with the recovery command, by the search that meets them; anything
+            # else would leave every search slow without a word.
+            report = log.debug if is_damage(exc) else log.warning
+            report("the read index could not be built (%s: %s); LanceDB answers searches", type(exc).__name__, exc)
             log.debug("read index build failure", exc_info=True)
             self._index_off = True
         finally:

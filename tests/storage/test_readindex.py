@@ -285,7 +285,9 @@ def test_a_built_index_and_later_writes_search_alike(tmp_path: Path, monkeypatch
     assert ids(indexed.vector_search(query, Filter(), 25)) == ids(plain.vector_search(query, Filter(), 25))
 
 
-def test_a_failed_build_leaves_lancedb_answering_without_retrying(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_build_leaves_lancedb_answering_without_retrying(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     attempts = []
 
     def broken(*args: object, **kwargs: object) -> None:
@@ -300,6 +302,8 @@ def test_a_failed_build_leaves_lancedb_answering_without_retrying(tmp_path: Path
     assert ids(store.vector_search(rows[2].vector, Filter().ids([rows[2].id]), 1)) == [rows[2].id]
     assert not store.wait_for_read_index()
     assert len(attempts) == 1
+    said = [r for r in caplog.records if r.levelname == "WARNING" and "read index could not be built" in r.getMessage()]
+    assert len(said) == 1 and "disk went away" in said[0].getMessage()  # every search slower: not in silence
 
 
 def test_once_the_index_answers_lancedb_keeps_only_a_small_cache(tmp_path: Path) -> None:
