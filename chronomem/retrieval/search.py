@@ -137,10 +137,12 @@ def attach_slot_cosines(
     if not stated:
         return
     names = {n.lower() for n in project_names}
-    phrases = {
-        id(c): slot_phrase("" if (c.record.subject or "").lower() in names else c.record.subject or "", c.record.predicate or "")
-        for c in stated
-    }
+
+    def phrase(record: MemoryRecord) -> str:
+        subject = record.subject or ""
+        return slot_phrase("" if subject.lower() in names else subject, record.predicate or "")
+
+    phrases = {id(c): phrase(c.record) for c in stated}
     embedded = vectors(list(dict.fromkeys(phrases.values())))
     for c in stated:
         c.slot_cosine = cosine(query_vector, embedded[phrases[id(c)]])

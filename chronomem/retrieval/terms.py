@@ -110,9 +110,9 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
 
     An identifier — backticked, an abbreviation (`SLA`), or with a digit, a separator (`catalog-svc`,
     `socket.io`, `src/auth`) or capitals inside it (`GraphQL`, `parseHTTPDate`) — is spelled one way:
-    if the store never spells it, the store holds nothing on it. A plain capitalised word (`Vivaldi`, `European`) may
-    be what a memory says in other words (`Europe`, "classical music"). A compound of stop words and
-    single letters (`and/or`, `U.S.`) names nothing.
+    if the store never spells it, the store holds nothing on it. A plain capitalised word (`Vivaldi`,
+    `European`) may be what a memory says in other words (`Europe`, "classical music"). A compound of
+    stop words and single letters (`and/or`, `U.S.`) names nothing.
     """
     found: dict[str, bool] = {}
     for match in _ENTITY.finditer(text):
