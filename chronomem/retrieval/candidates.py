@@ -28,6 +28,7 @@ class Candidate:
     lexical_rank: int | None = None
     adjacent: tuple[str, ...] = ()  # ids of the chunks written next to it, as context (retrieval/context.py)
     slot_cosine: float | None = None  # a stated fact: its slot phrase's cosine to the query (search.attach_slot_cosines)
+    terms: frozenset[str] | None = None  # the query's terms its text contains, when the store could tell at once
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -46,7 +47,7 @@ def gather(
     Dense candidates carry their vectors (ranking compares them); reading vectors for the
     full-text ones as well would cost more than it changes.
     """
-    dense, lexical = store.hybrid_search(query_vector, query_text, flt, pool)
+    dense, lexical, contains = store.hybrid_search(query_vector, query_text, flt, pool)
     found: dict[str, Candidate] = {}
     for rank, (record, score) in enumerate(dense, start=1):
         found[record.id] = Candidate(record, score, dense_rank=rank)
@@ -56,4 +57,7 @@ def gather(
             candidate = found[record.id] = Candidate(record, None)
         candidate.lexical = score
         candidate.lexical_rank = rank
+    if contains is not None:
+        for candidate in found.values():
+            candidate.terms = contains.get(candidate.record.id)
     return list(found.values())

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -238,7 +238,7 @@ def term_weights(asked: set[str], pool: list[Candidate]) -> dict[str, float]:
     """
     if not asked or not pool:
         return {}
-    sets = [term_set(c.record.content) for c in pool]
+    sets = [contained(c) for c in pool]
     out = {}
     for t in asked:
         df = sum(1 for found in sets if t in found)
@@ -247,12 +247,18 @@ def term_weights(asked: set[str], pool: list[Candidate]) -> dict[str, float]:
     return out
 
 
-def weighted_coverage(weights: dict[str, float], text: str) -> float:
-    """Share of the weight of the query's terms (`term_weights`) that `text` contains; 0.0 when nothing weighs."""
+def contained(candidate: Candidate) -> frozenset[str]:
+    """The terms of a candidate's text to test the query's terms against: those the store found in it (the
+    read index's postings: `Candidate.terms`), else all of them (`term_set`). Only for the query's terms."""
+    return candidate.terms if candidate.terms is not None else term_set(candidate.record.content)
+
+
+def weighted_coverage(weights: dict[str, float], found: Collection[str]) -> float:
+    """Share of the weight of the query's terms (`term_weights`) among the terms `found` in a text; 0.0 when
+    nothing weighs."""
     total = sum(weights.values())
     if not total:
         return 0.0
-    found = term_set(text)
     return sum(w for t, w in weights.items() if t in found) / total
 
 
@@ -287,7 +293,7 @@ def _fuse(
                 channels.append("entity")
                 score += config.entity_weight * named / len(wanted)
         if weights and config.coverage_weight:
-            score += config.coverage_weight * weighted_coverage(weights, c.record.content)
+            score += config.coverage_weight * weighted_coverage(weights, contained(c))
         if now is not None and config.salience_weight:
             score += config.salience_weight * math.log1p(record_salience(c.record, now))
         if period is not None and config.period_weight and period[0] <= c.record.valid_at <= period[1]:
@@ -339,7 +345,7 @@ def _newer_wins(
     top_vector = top.record.vector
     top_names = {e for e in wanted if e in top.record.content.lower()}
     size = config.history_group_size if intent == "history" else config.group_size
-    top_cover = coverage(asked, top.record.content)
+    top_cover = coverage(asked, top)
     # a history lists every value, the weakly matching old ones too
     weakest = 0.0 if intent == "history" else config.newer_score_share * items[0].score
     slot_of = _slots(items)
@@ -355,7 +361,7 @@ def _newer_wins(
         names = {e for e in wanted if e in c.record.content.lower()}
         if top_names - names:
             continue  # the best match names what was asked and this one does not, or only part of it
-        cover = coverage(asked, c.record.content)
+        cover = coverage(asked, c)
         if top_names and names & top_names and cover >= top_cover - config.entity_coverage_slack:
             group.append(item)  # the same named thing, and still about what was asked of it
             continue
@@ -391,11 +397,11 @@ def query_terms(query: QueryInfo) -> set[str]:
     return {t for t in terms(query.text) if t not in ignore}
 
 
-def coverage(asked: set[str], text: str) -> float:
-    """Share of the query's terms that `text` contains."""
+def coverage(asked: set[str], candidate: Candidate) -> float:
+    """Share of the query's terms that the candidate's text contains."""
     if not asked:
         return 1.0
-    return len(asked & term_set(text)) / len(asked)
+    return len(asked & contained(candidate)) / len(asked)
 
 
 _HEDGES = re.compile(

@@ -456,11 +456,17 @@ class MemoryStore:
 
     def hybrid_search(
         self, vector: Sequence[float], text: str, flt: Filter, limit: int
-    ) -> tuple[list[tuple[MemoryRecord, float]], list[tuple[MemoryRecord, float]]]:
-        """`vector_search` (with vectors) and `text_search` of one query over the same table version."""
+    ) -> tuple[list[tuple[MemoryRecord, float]], list[tuple[MemoryRecord, float]], dict[str, frozenset[str]] | None]:
+        """`vector_search` (with vectors) and `text_search` of one query over the same table version, and
+        from the read index, for each row found, the terms of `text` (`retrieval.terms`) its content holds
+        (None from LanceDB: the caller tokenizes the rows itself)."""
         return self._answer(
             lambda index: index.hybrid_search(vector, text, flt, limit),
-            lambda: (self._lance_vector_search(vector, flt, limit, True), self._lance_text_search(text, flt, limit)),
+            lambda: (
+                self._lance_vector_search(vector, flt, limit, True),
+                self._lance_text_search(text, flt, limit),
+                None,
+            ),
         )
 
     def adjacent(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
+
+import pytest
 
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.retrieval.candidates import Candidate
@@ -229,9 +232,22 @@ def test_term_weights_and_coverage() -> None:
     weights = term_weights({ledger, owner, module, absent}, pool)
     assert set(weights) == {ledger, owner, module}  # a term no candidate has tells none apart
     assert weights[ledger] > weights[owner] == weights[module]  # `owns` counts for `owner`
-    assert weighted_coverage(weights, "Infra owns the ledger module") == 1.0
-    assert 0 < weighted_coverage(weights, "auth module owner: Infra") < weighted_coverage(weights, "the ledger module")
+    assert weighted_coverage(weights, term_set("Infra owns the ledger module")) == 1.0
+    low, high = term_set("auth module owner: Infra"), term_set("the ledger module")
+    assert 0 < weighted_coverage(weights, low) < weighted_coverage(weights, high)
     assert term_set("the owners") == term_set("owns") == {"own"}
+
+
+def test_the_terms_the_store_found_in_a_candidate_stand_for_its_text() -> None:
+    """The read index tells which of the query's terms each row contains; ranking then tokenizes nothing."""
+    told = [cand("auth module owner: Infra"), cand("checkout module owner: Data"), cand("Infra owns the ledger module")]
+    ledger, owner, module = terms("ledger owner module")
+    for c in told:
+        c.terms = frozenset({ledger, owner, module}) & term_set(c.record.content)
+    untold = [cand(c.record.content) for c in told]
+    assert term_weights({ledger, owner, module}, told) == term_weights({ledger, owner, module}, untold)
+    told[0].terms = frozenset({ledger})  # what the store says counts, not what the text would give
+    assert term_weights({ledger}, told)[ledger] == pytest.approx(math.log(1 + 3 / 2))
 
 
 def test_a_note_that_only_mentions_a_value_gives_way_to_one_that_states_it() -> None:

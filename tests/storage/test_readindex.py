@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from chronomem.config import DEFAULT_READ_INDEX_ROWS, Settings
+from chronomem.retrieval.rank import term_set
+from chronomem.retrieval.terms import terms
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.storage import Filter, MemoryStore, readindex
 from chronomem.storage.store import LANCE_CACHE_BEHIND_INDEX, OPEN_BUILD_ROWS
@@ -147,6 +149,30 @@ def test_a_fact_counts_each_of_its_words_once(pair: tuple[MemoryStore, MemorySto
     assert set(ids(on_facts)) == {f.id for f in facts} and on_facts[0][1] == pytest.approx(on_facts[1][1], rel=0.2)
     on_chunks = indexed.text_search("notifications", Filter().kinds(["chunk"]), 10)
     assert ids(on_chunks)[0] == chunks[0].id and on_chunks[0][1] > on_chunks[1][1] * 1.2  # a chunk's repeats count
+
+
+def test_hybrid_search_tells_which_query_terms_each_row_found_contains(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, plain = pair
+    rng = random.Random(9)
+    rows = make_rows(rng, 300)
+    code = rows[0].copy(id=new_id(), content="Retry when ERR_LEDGER_TIMEOUT comes from parseHTTPDate; ports pinned")
+    indexed.add(rows[:200])
+    indexed.add([*rows[200:], code])  # a second write: its rows' postings are in the tail
+    queries = ["ledger port for the billing worker", "err_ledger_timeout http date", "pinning redis ports", "nothing"]
+    mid = T0 + timedelta(days=30)
+    told = 0
+    for query in queries:
+        for flt in (Filter(), Filter().projects(["alpha"]), Filter().live(mid, mid)):
+            dense, lexical, contains = indexed.hybrid_search(rand_vector(rng), query, flt, 20)
+            asked = set(terms(query))
+            assert contains is not None and set(contains) == {r.id for r, _ in (*dense, *lexical)}
+            for record, _ in (*dense, *lexical):
+                assert contains[record.id] == asked & term_set(record.content), (query, record.content)
+                told += len(contains[record.id])
+    assert told > 50
+    assert plain.hybrid_search(rand_vector(rng), queries[0], Filter(), 5)[2] is None  # LanceDB: the ranker tokenizes
+    many = " ".join(f"word{i}" for i in range(70))
+    assert indexed.hybrid_search(rand_vector(rng), many, Filter(), 5)[2] == {}  # past 64 terms: not told
 
 
 def test_own_writes_apply_at_once_and_expiry_leaves_the_live_slice(pair: tuple[MemoryStore, MemoryStore]) -> None:
