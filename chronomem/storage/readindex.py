@@ -690,7 +690,7 @@ class ReadIndex:
             values = self._row_values(fresh)
             for row, data in zip(fresh, values, strict=True):
                 for name in _LIST_FIELDS:  # `_row_values` gives exactly the record's fields, times as UTC datetimes
-                    data[name] = data[name] or []
+                    data[name] = data.get(name) or []
                 self._built[row] = MemoryRecord(**data)
             for row in missing:
                 if row in self._overrides:
