@@ -111,8 +111,9 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
     An identifier — backticked, an abbreviation (`SLA`), or with a digit, a separator (`catalog-svc`,
     `socket.io`, `src/auth`) or capitals inside it (`GraphQL`, `parseHTTPDate`) — is spelled one way:
     if the store never spells it, the store holds nothing on it. A plain capitalised word (`Vivaldi`,
-    `European`) may be what a memory says in other words (`Europe`, "classical music"). A compound of
-    stop words and single letters (`and/or`, `U.S.`) names nothing.
+    `European`) or an English compound (`transgender-specific`: `english_compound`) may be what a memory
+    says in other words (`Europe`, "classical music"). A compound of stop words and single letters
+    (`and/or`, `U.S.`) names nothing.
     """
     found: dict[str, bool] = {}
     for match in _ENTITY.finditer(text):
@@ -136,9 +137,32 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
             continue
         plain = (
             match.group(3) is not None and raw.isalpha() and not raw.isupper() and not re.search(r"[a-z][A-Z]", raw)
-        )
+        ) or english_compound(value)
         found[value] = found.get(value, False) or not plain
     return found
+
+
+#: Words that make an English compound of the word they join (`transgender-specific`, `career-wise`,
+#: `pre-release`, `non-blocking`): a closed class of English word formation, not a naming scheme.
+_COMBINING_SUFFIXES = frozenset(
+    "specific wise related based like free friendly oriented style level wide proof ready aware centric driven "
+    "focused sized term time long old made minded".split()
+)
+_COMBINING_PREFIXES = frozenset("non pre post self re co anti multi semi sub inter over under well ex mid".split())
+
+
+def english_compound(name: str) -> bool:
+    """A lower-case pair of words joined by a hyphen that English forms (`wars-related`, `self-hosted`), not an
+    identifier: a memory may well say it in other words ("related to wars")."""
+    first, hyphen, last = name.partition("-")
+    return (
+        bool(hyphen)
+        and first.isalpha()
+        and last.isalpha()
+        and first.islower()
+        and last.islower()
+        and (last in _COMBINING_SUFFIXES or first in _COMBINING_PREFIXES)
+    )
 
 
 def mentioned(name: str, text: str, identifier: bool = True) -> bool:

@@ -36,6 +36,9 @@ def test_identifiers_are_told_from_plain_words() -> None:
     got = named_things("Does Tim's GraphQL gateway on catalog-svc (v2) use `redis` like Vivaldi, via CDN and parseHTTPDate?")
     assert {n for n, exact in got.items() if exact} == {"graphql", "catalog-svc", "redis", "parsehttpdate", "cdn"}
     assert {n for n, exact in got.items() if not exact} == {"tim", "vivaldi"}
+    compounds = named_things("Did Caroline go to transgender-specific events, career-wise or self-hosted, on ledger-svc?")
+    assert compounds == {"caroline": False, "transgender-specific": False, "career-wise": False,
+                         "self-hosted": False, "ledger-svc": True}
 
 
 def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
