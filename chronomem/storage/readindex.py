@@ -559,7 +559,7 @@ class ReadIndex:
     ) -> tuple[list[tuple[MemoryRecord, float]], list[tuple[MemoryRecord, float]], dict[str, frozenset[str]]] | None:
         """`vector_search` (vectors as arrays) and `text_search` over one evaluation of `flt`, or None; and for
         each row either found, the query's terms its text contains (read off the postings the search walks
-        anyway: ranking would otherwise tokenize every candidate's text again)."""
+        anyway: ranking would otherwise tokenize every candidate's text again; no row's past 64 query terms)."""
         with self._lock:
             keep = self.mask(flt)
             if keep is None:

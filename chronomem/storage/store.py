@@ -459,7 +459,7 @@ class MemoryStore:
     ) -> tuple[list[tuple[MemoryRecord, float]], list[tuple[MemoryRecord, float]], dict[str, frozenset[str]] | None]:
         """`vector_search` (with vectors) and `text_search` of one query over the same table version, and
         from the read index, for each row found, the terms of `text` (`retrieval.terms`) its content holds
-        (None from LanceDB: the caller tokenizes the rows itself)."""
+        (None from LanceDB, and no entry past 64 query terms: the caller tokenizes those rows itself)."""
         return self._answer(
             lambda index: index.hybrid_search(vector, text, flt, limit),
             lambda: (
