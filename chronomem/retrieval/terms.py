@@ -111,9 +111,9 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
     An identifier — backticked, an abbreviation (`SLA`), or with a digit, a separator (`catalog-svc`,
     `socket.io`, `src/auth`) or capitals inside it (`GraphQL`, `parseHTTPDate`) — is spelled one way:
     if the store never spells it, the store holds nothing on it. A plain capitalised word (`Vivaldi`,
-    `European`) or an English compound (`transgender-specific`: `english_compound`) may be what a memory
-    says in other words (`Europe`, "classical music"). A compound of stop words and single letters
-    (`and/or`, `U.S.`) names nothing.
+    `European`) may be what a memory says in other words (`Europe`, "classical music"). An English
+    compound (`transgender-specific`, `pre-release`: `english_compound`) describes rather than names,
+    like any other word, and a compound of stop words and single letters (`and/or`, `U.S.`) names nothing.
     """
     found: dict[str, bool] = {}
     for match in _ENTITY.finditer(text):
@@ -135,9 +135,11 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
             or all(len(p) < 2 or p in STOP_WORDS for p in _SPLIT.split(value))
         ):
             continue
+        if english_compound(value):
+            continue
         plain = (
             match.group(3) is not None and raw.isalpha() and not raw.isupper() and not re.search(r"[a-z][A-Z]", raw)
-        ) or english_compound(value)
+        )
         found[value] = found.get(value, False) or not plain
     return found
 
@@ -152,8 +154,8 @@ _COMBINING_PREFIXES = frozenset("non pre post self re co anti multi semi sub int
 
 
 def english_compound(name: str) -> bool:
-    """A lower-case pair of words joined by a hyphen that English forms (`wars-related`, `self-hosted`), not an
-    identifier: a memory may well say it in other words ("related to wars")."""
+    """A lower-case pair of words joined by a hyphen that English forms (`wars-related`, `self-hosted`): not a
+    name but a description, which a memory may well give in other words ("related to the war")."""
     first, hyphen, last = name.partition("-")
     return (
         bool(hyphen)
