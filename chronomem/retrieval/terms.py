@@ -135,8 +135,8 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
             or all(len(p) < 2 or p in STOP_WORDS for p in _SPLIT.split(value))
         ):
             continue
-        if english_compound(value):
-            continue
+        if match.group(1) is None and raw[1:].islower() and english_compound(value):
+            continue  # written as prose ("Re-running", "pre-release"); in backticks or with capitals inside, a name
         plain = (
             match.group(3) is not None and raw.isalpha() and not raw.isupper() and not re.search(r"[a-z][A-Z]", raw)
         )

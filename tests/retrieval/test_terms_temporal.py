@@ -38,6 +38,8 @@ def test_identifiers_are_told_from_plain_words() -> None:
     assert {n for n, exact in got.items() if not exact} == {"tim", "vivaldi"}
     compounds = named_things("Did Caroline go to transgender-specific events, career-wise or self-hosted, on ledger-svc?")
     assert compounds == {"caroline": False, "ledger-svc": True}  # English compounds describe, they do not name
+    assert named_things("Do we run `pre-commit` or Self-Hosted runners?") == {"pre-commit": True, "self-hosted": True}
+    assert named_things("Re-running usually passes.") == {}
 
 
 def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
