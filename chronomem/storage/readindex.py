@@ -689,7 +689,7 @@ class ReadIndex:
             fresh = [row for row in missing if row not in self._overrides]
             values = self._row_values(fresh)
             for row, data in zip(fresh, values, strict=True):
-                for name in _LIST_FIELDS:  # `_row_values` gives exactly the record's fields, times as UTC datetimes
+                for name in _LIST_FIELDS:  # `_row_values` gives the record fields the table has, times as UTC datetimes
                     data[name] = data.get(name) or []
                 self._built[row] = MemoryRecord(**data)
             for row in missing:
