@@ -151,11 +151,19 @@ _COMBINING_SUFFIXES = frozenset(
     "focused sized term time long old made minded".split()
 )
 _COMBINING_PREFIXES = frozenset("non pre post self re co anti multi semi sub inter over under well ex mid".split())
+#: The particles of English phrasal nouns (`sign-off`, `follow-up`, `roll-out`, `check-in`): closed classes too.
+_PARTICLES = frozenset("off up out in on down over back away through".split())
+#: Numerals that begin a compound adjective (`third-party`, `two-factor`, `first-class`, `single-page`).
+_NUMERALS = frozenset(
+    "zero one two three four five six seven eight nine ten first second third fourth fifth single double triple "
+    "half".split()
+)
 
 
 def english_compound(name: str) -> bool:
-    """A lower-case pair of words joined by a hyphen that English forms (`wars-related`, `self-hosted`): not a
-    name but a description, which a memory may well give in other words ("related to the war")."""
+    """A lower-case pair of words joined by a hyphen that English forms (`wars-related`, `self-hosted`,
+    `sign-off`, `third-party`): not a name but a description, which a memory may well give in other words
+    ("related to the war", "the owner approves", "a library from outside")."""
     first, hyphen, last = name.partition("-")
     return (
         bool(hyphen)
@@ -163,7 +171,7 @@ def english_compound(name: str) -> bool:
         and last.isalpha()
         and first.islower()
         and last.islower()
-        and (last in _COMBINING_SUFFIXES or first in _COMBINING_PREFIXES)
+        and (last in _COMBINING_SUFFIXES or last in _PARTICLES or first in _COMBINING_PREFIXES or first in _NUMERALS)
     )
 
 

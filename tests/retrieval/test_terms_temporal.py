@@ -40,6 +40,8 @@ def test_identifiers_are_told_from_plain_words() -> None:
     assert compounds == {"caroline": False, "ledger-svc": True}  # English compounds describe, they do not name
     assert named_things("Do we run `pre-commit` or Self-Hosted runners?") == {"pre-commit": True, "self-hosted": True}
     assert named_things("Re-running usually passes.") == {}
+    phrasal = named_things("Whose sign-off adds a third-party follow-up or two-factor check to catalog-svc?")
+    assert phrasal == {"catalog-svc": True}  # phrasal nouns and numeral compounds are English words too
 
 
 def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:

@@ -175,6 +175,8 @@ def test_an_unstored_identifier_abstains_an_unstored_plain_word_beside_a_stored_
     assert not vivaldi.abstained and "classical concert" in vivaldi.results[0].text
     kid_friendly = recall(svc, "Was there a kid-friendly concert?")  # an English compound names nothing
     assert not kid_friendly.abstained and "classical concert" in kid_friendly.results[0].text
+    sign_off = recall(svc, "Whose sign-off do I need for the catalog service?")  # a phrasal noun, not a name
+    assert not sign_off.abstained and "catalog service" in sign_off.results[0].text
 
 
 def test_a_dated_question_marks_what_began_that_month(svc: MemoryService) -> None:
