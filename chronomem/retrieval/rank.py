@@ -98,6 +98,8 @@ class RankConfig:
 
 
 DEFAULT_CONFIG = RankConfig()
+#: `Ranking.reason` when the searched slice holds nothing at all (so no query could find anything there).
+NOTHING_IN_SLICE = "nothing in the slice"
 
 
 @dataclass
@@ -159,7 +161,7 @@ def never_mentioned(names: dict[str, bool], absent: Iterable[str]) -> list[str]:
 
 def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_CONFIG) -> Ranking:
     if not pool:
-        return Ranking([], True, "nothing in the slice")
+        return Ranking([], True, NOTHING_IN_SLICE)
     if config.abstain:
         if query.missing_entities:
             return Ranking([], True, "never mentioned: " + ", ".join(query.missing_entities))

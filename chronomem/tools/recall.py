@@ -17,6 +17,7 @@ rows that have paths, at most `PATH_SCAN_LIMIT` of them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -27,9 +28,9 @@ from chronomem.errors import InvalidInput
 from chronomem.records import MemoryRecord
 from chronomem.project import GLOBAL
 from chronomem.retrieval.fusion import estimate_tokens
-from chronomem.retrieval.rank import DEFAULT_CONFIG, QueryInfo
+from chronomem.retrieval.rank import DEFAULT_CONFIG, NOTHING_IN_SLICE, QueryInfo
 from chronomem.retrieval.search import Hit, SearchOutcome, demote_stale, hybrid_search, within_budget
-from chronomem.retrieval.temporal import read_time
+from chronomem.retrieval.temporal import TimeReading, read_time
 from chronomem.retrieval.terms import without_name
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
@@ -95,7 +96,8 @@ def search_slice(
     """Search the slice live at (`at`, `known_at`) — shared by recall and as_of.
 
     A dated phrase in the query ("on May 10, 2024", "in March") is taken off the text
-    and, unless the caller fixed the moment (`narrow_to_phrase=False`), moves `at` back to it.
+    and, unless the caller fixed the moment (`narrow_to_phrase=False`), moves `at` back to it — unless
+    nothing at all was stored by then: then it dates what a memory tells of, and `at` stays.
     A history question ("how has the port changed") searches every value valid by `at`,
     superseded ones included (still as recorded at `known_at`; retractions stay out).
     With `check_anchors` (recall: the slice is now) results whose files changed are marked and demoted.
@@ -107,35 +109,68 @@ def search_slice(
     wanted = _kinds(kinds)
     projects = svc.scope_projects(project, scope)
 
-    reading = read_time(text, svc.now())
-    period = None
-    if reading.at is not None and narrow_to_phrase:
-        at = min(reading.at, at)
-        if reading.since is not None and reading.since <= at:
-            period = (reading.since, at)
-    if reading.intent == "history":  # "how has X changed": every value it had by `at`, ended ones too
+    ask = _Ask(text, read_time(text, svc.now()), projects, wanted, count, budget, project, check_anchors)
+    named = ask.reading.at
+    if named is None or not narrow_to_phrase:
+        return _search(svc, ask, at, known_at, None, preface)[1]
+    moment = min(named, at)
+    since = ask.reading.since
+    period = (since, moment) if since is not None and since <= moment else None
+    outcome, result = _search(svc, ask, moment, known_at, period, preface)
+    if outcome.abstained and outcome.reason == NOTHING_IN_SLICE:
+        # Nothing at all was stored by the time the phrase names ("where did she move from 4 years ago", asked
+        # of a store begun last year): the phrase dates what a memory tells of, not when it was recorded.
+        note = f"Nothing was stored by {iso(moment)}, the time the query names; searched what holds at {iso(at)}. "
+        return _search(svc, ask, at, known_at, None, preface + note)[1]
+    return result
+
+
+@dataclass(frozen=True)
+class _Ask:
+    """A validated query of `search_slice`, to search at one moment or another."""
+
+    text: str
+    reading: TimeReading
+    projects: list[str] | None
+    kinds: tuple[str, ...]
+    count: int
+    budget: int | None
+    project: str | None
+    check_anchors: bool
+
+
+def _search(
+    svc: MemoryService,
+    ask: _Ask,
+    at: datetime,
+    known_at: datetime,
+    period: tuple[datetime, datetime] | None,
+    preface: str,
+) -> tuple[SearchOutcome, RecallResult]:
+    """One search of the slice live at (`at`, `known_at`) and the answer it makes."""
+    if ask.reading.intent == "history":  # "how has X changed": every value it had by `at`, ended ones too
         flt = Filter().known(known_at).began_by(at)
     else:
         flt = Filter().live(at, known_at)
-    if projects is not None:
-        flt = flt.projects(projects)
-    if wanted != KINDS:
-        flt = flt.kinds(wanted)
-    info = _query_info(svc, reading.text, reading.intent, projects, period)
+    if ask.projects is not None:
+        flt = flt.projects(ask.projects)
+    if ask.kinds != KINDS:
+        flt = flt.kinds(ask.kinds)
+    info = _query_info(svc, ask.reading.text, ask.reading.intent, ask.projects, period)
     vector = svc.embed_one(info.text)
-    where = "all projects" if projects is None else ", ".join(projects)
-    subject = f"for {_shown(text)}"
-    anchors = Anchors(svc, project) if check_anchors else None
+    where = "all projects" if ask.projects is None else ", ".join(ask.projects)
+    subject = f"for {_shown(ask.text)}"
+    anchors = Anchors(svc, ask.project) if ask.check_anchors else None
     item = _item_maker(anchors, scored=True)
-    room, cost = _budget(budget, count, subject, where, item, preface)
+    room, cost = _budget(ask.budget, ask.count, subject, where, item, preface)
     outcome = hybrid_search(
-        svc.store, info, vector, flt, count, room, cost=cost, adjust=anchors.demote if anchors is not None else None,
-        slot_vectors=svc.slot_matcher().embed_phrases,
+        svc.store, info, vector, flt, ask.count, room, cost=cost,
+        adjust=anchors.demote if anchors is not None else None, slot_vectors=svc.slot_matcher().embed_phrases,
     )
-    base = dict(query=text, projects=projects, at=iso(at) or "", known_at=iso(known_at) or "")
+    base = dict(query=ask.text, projects=ask.projects, at=iso(at) or "", known_at=iso(known_at) or "")
     nothing = f"Nothing relevant is stored {subject} in {where}"
     nothing += f" ({outcome.reason})." if outcome.reason else "."
-    return _respond(outcome, item, subject, where, budget, nothing, base, preface)
+    return outcome, _respond(outcome, item, subject, where, ask.budget, nothing, base, preface)
 
 
 def _query_info(

@@ -188,6 +188,17 @@ def test_a_dated_question_marks_what_began_that_month(svc: MemoryService) -> Non
     assert all("dated" not in (i.channels or []) for i in recall(svc, "What shipped?").results)
 
 
+def test_a_time_before_anything_was_stored_dates_the_event_not_the_record(svc: MemoryService) -> None:
+    remember(svc, "Caroline: I moved here from Sweden, my home country.", valid_from="2023-06-09")
+    remember(svc, "Melanie: I painted a sunset last weekend.", valid_from="2023-06-10")
+    remember(svc, "The office moved to the second floor.", valid_from="2023-01-05")
+    moved = recall(svc, "Where did Caroline move from 4 years ago?")  # 2020: the store begins in 2023
+    assert not moved.abstained and "Sweden" in moved.results[0].text
+    assert "Nothing was stored by 2020-06-" in moved.message and moved.at.startswith("2024-06-01")
+    back_then = recall(svc, "What did Melanie paint in May 2023?")  # the slice then holds a note: no fallback
+    assert back_then.abstained and "Nothing was stored by" not in back_then.message
+
+
 def test_recall_results_carry_provenance_and_channels(svc: MemoryService) -> None:
     r = remember(svc, "Lint with ruff check . before pushing.", facts=[{"subject": "proj", "predicate": "lint_command", "object": "ruff check ."}])
     item = recall(svc, "lint command ruff").results[0]
