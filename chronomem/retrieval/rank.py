@@ -20,7 +20,8 @@
    as the best one (similar vectors, or naming every asked-for name the best one names) and
    nearly as relevant to the query (`newer_score_share` of its score), the one valid latest
    comes first — oldest first when the query asks for a history (then weak matches
-   count too), and no reordering for a question about an event ("when did we…").
+   count too, if they tell what the best one tells of the thing asked), and no reordering for a question about an event ("when did we…") or about
+   several things ("what books has she read").
 5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
 """
 
@@ -56,6 +57,9 @@ class RankConfig:
     # a newer memory takes the best one's place only if it scores at least this share of the best's: a sibling
     # statement (the same service's other fact, the next module's owner) is close in vector but weaker on the query
     newer_score_share: float = 0.7  # (not for a history question)
+    # a history question takes weak matches, but only those that contain this share (by pool IDF) of the query's
+    # terms the best one contains besides the names: "audit-svc hosts the audit module" tells nothing of its port
+    history_told_share: float = 0.5
     dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
     coverage_slack: float = 0.5  # a similar newer memory must cover the query's terms as well as the best
     entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
@@ -107,7 +111,7 @@ class QueryInfo:
     """What ranking needs to know about the query, beyond its text."""
 
     text: str
-    intent: str = "current"  # "current" | "past" | "event" | "history" (see temporal.read_time)
+    intent: str = "current"  # "current" | "past" | "event" | "several" | "history" (see temporal.read_time)
     project_names: tuple[str, ...] = ()  # names of the projects being searched
     other_project_names: tuple[str, ...] = ()  # names of the store's other projects
     missing_entities: tuple[str, ...] = ()  # names in the query found nowhere in the slice
@@ -181,7 +185,7 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
             item.score *= config.hedge_penalty
     context_bonus(items, config.context_weight)
     items.sort(key=lambda r: (-r.score, r.candidate.record.id))
-    items = _newer_wins(items, wanted, asked, query.intent, config)
+    items = _newer_wins(items, wanted, asked, query.intent, config, weights)
     return Ranking(_collapse(items), False)
 
 
@@ -339,13 +343,15 @@ def _demote_foreign(items: list[Ranked], query: QueryInfo, config: RankConfig) -
 
 
 def _newer_wins(
-    items: list[Ranked], wanted: set[str], asked: set[str], intent: str, config: RankConfig
+    items: list[Ranked], wanted: set[str], asked: set[str], intent: str, config: RankConfig,
+    weights: dict[str, float] | None = None,
 ) -> list[Ranked]:
-    if len(items) < 2 or intent == "event":
+    if len(items) < 2 or intent in ("event", "several"):
         return items
     top = items[0].candidate
     top_vector = top.record.vector
     top_names = {e for e in wanted if e in top.record.content.lower()}
+    told = _told_of(top, wanted, weights or {}) if intent == "history" else {}
     size = config.history_group_size if intent == "history" else config.group_size
     top_cover = coverage(asked, top)
     # a history lists every value, the weakly matching old ones too
@@ -363,6 +369,8 @@ def _newer_wins(
         names = {e for e in wanted if e in c.record.content.lower()}
         if top_names - names:
             continue  # the best match names what was asked and this one does not, or only part of it
+        if told and weighted_coverage(told, contained(c)) < config.history_told_share:
+            continue  # a history takes weak matches: only those telling what the best tells of the thing asked
         cover = coverage(asked, c)
         if top_names and names & top_names and cover >= top_cover - config.entity_coverage_slack:
             group.append(item)  # the same named thing, and still about what was asked of it
@@ -379,6 +387,14 @@ def _newer_wins(
     ordered = sorted(group, key=lambda r: r.candidate.record.valid_at, reverse=intent != "history")
     members = {id(r) for r in group}
     return ordered + [r for r in items if id(r) not in members]
+
+
+def _told_of(top: Candidate, wanted: set[str], weights: dict[str, float]) -> dict[str, float]:
+    """The query's terms the best candidate contains other than the asked-for names, with their pool IDF
+    weights (`term_weights`): what it tells of the thing asked ("port" of "Port for audit-svc is 6010")."""
+    names = {t for name in wanted for t in terms(name)}
+    found = contained(top)
+    return {t: w for t, w in weights.items() if t in found and t not in names}
 
 
 def _slots(items: list[Ranked]) -> dict[str, tuple[str, str]]:

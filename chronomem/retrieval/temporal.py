@@ -8,7 +8,8 @@ about the same thing: `current` (the default: what is true now — the newer win
 `past` (a dated question: what was true then — the newer within that slice wins),
 `event` (past tense with no date, "when did we…": about something that happened, so
 recency says nothing; a yes/no question — "did anyone fix X?" — asks how it stands now),
-or `history` (how something changed — oldest first).
+`several` ("what books has she read", "how many times…": several things, each true in its own
+time, so recency says nothing either) or `history` (how something changed — oldest first).
 """
 
 from __future__ import annotations
@@ -48,14 +49,24 @@ _PATTERNS = [
     re.compile(_LEAD + r"(?P<rel>yesterday|last\s+(?:week|month|year))\b", re.I),
 ]
 _WORD_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+# "How has X changed over time?", "What values has X had, in order?", "Walk me through every change to X",
+# "the history of X" — not "the git history", "a line of history" (a branch), or "How has she tried to…".
 _HISTORY = re.compile(
-    r"\b(?:history|over time|changed|changes|evolv\w*|timeline|all the (?:values|versions)|"
-    r"every (?:value|version)|how has|how have|used to be)\b",
+    r"\b(?:over time|in order|changed|evolv\w*|timeline|all the (?:values|versions|changes)|"
+    r"(?:every|each) (?:value|version|change)|(?:what|which) values|used to be)\b|(?<!git )(?<!of )\bhistory\b",
     re.I,
 )
 _EVENT = re.compile(
     r"\b(?:did|was|were|had|went|when|used to|previously|originally|formerly|back then|at the time|earlier|initially)\b",
     re.I,
+)
+# "What books has she read?", "Which cities has he been to?", "How many times…": a question asking for several
+# things, each said at its own time; none replaces another, so no newest-first reordering. A plural noun (not
+# -ss/-us/-is, lower-case: `Redis` is a name) asked about with its auxiliary, or a counting phrase.
+_SEVERAL = re.compile(
+    r"(?i:\bhow many\b|\bwhat are (?:some|all)\b|\bin what ways\b)|"
+    r"\b(?i:what|which)\s+(?:kinds? of\s+|sorts? of\s+|types? of\s+)?(?:[\w+-]+\s+){0,2}?"
+    r"(?![\w-]*(?:ss|us|is)\b)[a-z][\w-]*[a-z]s\s+(?:has|have|had|does|do|did|is|are|was|were)\b"
 )
 # "Did anyone fix X?", "Was it ever migrated?": whether something was done, settled by the latest word on it
 _YES_NO = re.compile(r"^\W*(?:did|was|were|had)\b(?!.*\bwhen\b)", re.I)
@@ -66,7 +77,7 @@ _SCAFFOLD = re.compile(r"\b(?:if i had checked out|if i had looked at|checked ou
 class TimeReading:
     text: str  # the query without its dated phrase
     at: datetime | None  # the moment the phrase names, if any
-    intent: str  # "current" | "past" | "event" | "history"
+    intent: str  # "current" | "past" | "event" | "several" | "history"
     since: datetime | None = None  # where a named day or month begins ("on May 10, 2024", "in March"); `at` ends it
 
 
@@ -89,6 +100,8 @@ def read_time(query: str, now: datetime) -> TimeReading:
     text = re.sub(r"\s+([,?.!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
     if _HISTORY.search(query):
         intent = "history"
+    elif _SEVERAL.search(query):
+        intent = "several"
     elif at is not None:
         intent = "past"
     elif _EVENT.search(query) and not _YES_NO.match(query):

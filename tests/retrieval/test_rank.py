@@ -18,6 +18,7 @@ from chronomem.retrieval.rank import (
     term_weights,
     weighted_coverage,
 )
+from chronomem.retrieval.temporal import read_time
 from chronomem.retrieval.terms import terms
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -97,6 +98,22 @@ def test_newer_wins_among_memories_about_the_same_thing() -> None:
     assert texts(history)[:2] == ["Port for audit-svc is 6010.", "audit-svc listens on port 7494."]
     event = rank(QueryInfo("When did audit-svc use port 6010?", intent="event"), [old, new, other])
     assert texts(event)[0] == "Port for audit-svc is 6010."
+
+
+def test_a_history_orders_what_is_said_of_the_thing_asked_not_its_siblings() -> None:
+    sibling = cand("audit-svc hosts the audit module.", days=-10, dense=0.75)
+    old = cand("Port for audit-svc is 6010.", days=0, dense=0.7)
+    new = cand("audit-svc listens on port 7494.", days=30, dense=0.8)
+    history = rank(QueryInfo("How has the port of audit-svc changed?", intent="history"), [new, sibling, old])
+    assert texts(history) == ["Port for audit-svc is 6010.", "audit-svc listens on port 7494.", sibling.record.content]
+
+def test_a_question_about_several_things_keeps_the_best_match_first() -> None:
+    first = cand("Melanie: I read Charlotte's Web with the kids.", days=0, dense=0.8, d_rank=1, l_rank=1)
+    later = cand("Melanie: I read a book about pottery last week.", days=40, d_rank=2, l_rank=2)
+    asked = "What books has Melanie read?"
+    assert texts(rank(QueryInfo(asked), [first, later]))[0] == later.record.content  # read as a state: newest first
+    several = rank(QueryInfo(asked, intent=read_time(asked, T0).intent), [first, later])
+    assert texts(several) == [first.record.content, later.record.content]
 
 
 def test_a_chunk_collapses_into_its_fact_and_duplicates_into_one() -> None:

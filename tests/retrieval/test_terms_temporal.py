@@ -67,6 +67,19 @@ def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
         ("May I ask which port it is?", None, "May I ask which port it is?", "current"),
         ("Did anyone fix the flaky test_expiry?", None, "Did anyone fix the flaky test_expiry?", "current"),
         ("Did we move to nox, and when?", None, "Did we move to nox, and when?", "event"),
+        ("What values has the staging URL had, in order?", None, "What values has the staging URL had, in order?", "history"),
+        ("Walk me through every change to the deploy process.", None, "Walk me through every change to the deploy process.",
+         "history"),
+        ("Give me the history of the port.", None, "Give me the history of the port.", "history"),
+        ("Into which line of history do changes get integrated?", None,
+         "Into which line of history do changes get integrated?", "current"),  # a branch, not a history
+        ("Is there a required format for git history entries?", None,
+         "Is there a required format for git history entries?", "current"),
+        ("How has Nate shared his recipes?", None, "How has Nate shared his recipes?", "current"),
+        ("What books has Melanie read?", None, "What books has Melanie read?", "several"),
+        ("How many times has the deploy failed?", None, "How many times has the deploy failed?", "several"),
+        ("Which Redis does the cache use?", None, "Which Redis does the cache use?", "current"),  # a name, not a plural
+        ("What status does the ticket have?", None, "What status does the ticket have?", "current"),
     ],
 )
 def test_read_time(query: str, at: datetime | None, text: str, intent: str) -> None:
