@@ -20,8 +20,9 @@
    as the best one (similar vectors, or naming every asked-for name the best one names) and
    nearly as relevant to the query (`newer_score_share` of its score), the one valid latest
    comes first — oldest first when the query asks for a history (then weak matches
-   count too, if they tell what the best one tells of the thing asked), and no reordering for a question about an event ("when did we…") or about
-   several things ("what books has she read").
+   count too, if they tell what the best one tells of the thing asked), and no reordering
+   for a question about an event ("when did we…") or about several things ("what books
+   has she read").
 5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
 """
 

@@ -50,9 +50,9 @@ _PATTERNS = [
 ]
 _WORD_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 # "How has X changed over time?", "What values has X had, in order?", "Walk me through every change to X",
-# "the history of X" — not "the git history", "a line of history" (a branch), or "How has she tried to…".
+# "the history of X" — not "the git history", "a line of history" (a branch), "in order to", or "How has she tried…".
 _HISTORY = re.compile(
-    r"\b(?:over time|in order|changed|evolv\w*|timeline|all the (?:values|versions|changes)|"
+    r"\b(?:over time|in order(?! to\b)|changed|evolv\w*|timeline|all the (?:values|versions|changes)|"
     r"(?:every|each) (?:value|version|change)|(?:what|which) values|used to be)\b|(?<!git )(?<!of )\bhistory\b",
     re.I,
 )

@@ -107,6 +107,7 @@ def test_a_history_orders_what_is_said_of_the_thing_asked_not_its_siblings() -> 
     history = rank(QueryInfo("How has the port of audit-svc changed?", intent="history"), [new, sibling, old])
     assert texts(history) == ["Port for audit-svc is 6010.", "audit-svc listens on port 7494.", sibling.record.content]
 
+
 def test_a_question_about_several_things_keeps_the_best_match_first() -> None:
     first = cand("Melanie: I read Charlotte's Web with the kids.", days=0, dense=0.8, d_rank=1, l_rank=1)
     later = cand("Melanie: I read a book about pottery last week.", days=40, d_rank=2, l_rank=2)

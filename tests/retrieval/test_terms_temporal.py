@@ -76,6 +76,7 @@ def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
         ("Is there a required format for git history entries?", None,
          "Is there a required format for git history entries?", "current"),
         ("How has Nate shared his recipes?", None, "How has Nate shared his recipes?", "current"),
+        ("What do I run in order to deploy?", None, "What do I run in order to deploy?", "current"),
         ("What books has Melanie read?", None, "What books has Melanie read?", "several"),
         ("How many times has the deploy failed?", None, "How many times has the deploy failed?", "several"),
         ("Which Redis does the cache use?", None, "Which Redis does the cache use?", "current"),  # a name, not a plural
