@@ -11,8 +11,9 @@
    chosen on the dev data and shown in the ablation). Reciprocal rank fusion, the usual choice, keeps
    only each channel's order and throws away how far ahead the leader is; on both dev
    sets the score sum did better (see README "How recall ranks"). A fact the agent stated
-   also scores by how well its slot (subject, predicate) matches the query, and a memory
-   that began in the day or month a dated question names gains `period_weight`.
+   also scores by how well its slot (subject, predicate) matches the query, a memory
+   that began in the day or month a dated question names gains `period_weight`, and one that
+   names someone gains `answer_type_weight` when the question asks "who".
 3. **Demote** memories that are about another project of the store (they name it, not ours).
    A chunk also gains from the chunks written next to it, alike in meaning (its conversational
    context: retrieval/context.py).
@@ -40,7 +41,7 @@ from chronomem.consolidate.salience import record_salience
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.candidates import Candidate, cosine
 from chronomem.retrieval.context import context_bonus
-from chronomem.retrieval.terms import mentioned, named_things, terms
+from chronomem.retrieval.terms import STOP_WORDS, fold, mentioned, named_things, terms
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,10 @@ class RankConfig:
     # began within it (valid time) gains this much — it is what happened or was said then, where the rest of
     # the slice is only what still held.
     period_weight: float = 0.3
+    # A "who" question asks for someone: a memory that names a person or a team besides what the question names
+    # ("Owner of webhooks: Growth.") gains this much over its siblings about the same thing ("webhooks code:
+    # `libs/webhooks/`") — the answer's kind, as question answering has long used it (`names_someone`).
+    answer_type_weight: float = 0.2
     abstain: bool = True  # off, ranking never abstains (the ablation's rankers: what each signal ranks)
 
 
@@ -179,6 +184,12 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
     asked = query_terms(query)
     weights = term_weights(asked, pool)
     items = _fuse(pool, wanted, config, query.now, weights, slot_query_terms(query), project_terms(query), query.period)
+    if config.answer_type_weight and _WHO.search(query.text):
+        known = {n.lower() for n in (*query.project_names, *query.other_project_names)}
+        for item in items:
+            if names_someone(item.candidate.record.content, asked, known):
+                item.score += config.answer_type_weight
+                item.channels.append("answer type")
     _demote_foreign(items, query, config)
     for item in items:
         if hedged(item.candidate.record.content):
@@ -388,6 +399,25 @@ def _newer_wins(
     ordered = sorted(group, key=lambda r: r.candidate.record.valid_at, reverse=intent != "history")
     members = {id(r) for r in group}
     return ordered + [r for r in items if id(r) not in members]
+
+
+_WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
+#: A capitalised word (not an abbreviation) that does not begin a sentence.
+_CAPITALISED = re.compile(r"(?<![.!?]\s)(?<![.!?])\b([A-Z][a-z][\w'-]*)")
+
+
+def names_someone(text: str, asked: set[str], known: set[str]) -> bool:
+    """Whether `text` names someone — a capitalised word past its first, not a stop word, not one of the
+    question's terms (`asked`), not a project's name (`known`): "Owner of webhooks: Growth.", "owned by
+    the Core API team", not "In Harborview, webhooks code: `libs/webhooks/`"."""
+    for match in _CAPITALISED.finditer(text):
+        if match.start() == 0:
+            continue
+        word = match.group(1).lower().removesuffix("'s")
+        if word in STOP_WORDS or word in known or word in asked or fold(word) in asked:
+            continue
+        return True
+    return False
 
 
 def _told_of(top: Candidate, wanted: set[str], weights: dict[str, float]) -> dict[str, float]:

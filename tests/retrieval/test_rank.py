@@ -12,6 +12,7 @@ from chronomem.retrieval.candidates import Candidate
 from chronomem.retrieval.rank import (
     QueryInfo,
     RankConfig,
+    names_someone,
     never_mentioned,
     rank,
     term_set,
@@ -116,6 +117,25 @@ def test_a_question_about_several_things_keeps_the_best_match_first() -> None:
     several = rank(QueryInfo(asked, intent=read_time(asked, T0).intent), [first, later])
     assert texts(several) == [first.record.content, later.record.content]
 
+
+def test_a_who_question_favours_the_memory_that_names_someone() -> None:
+    path = cand("webhooks code: `libs/webhooks/`.", dense=0.8)
+    owner = cand("Owner of webhooks: Growth.", dense=0.7)
+    pool = [path, owner, cand("Lunch was nice.", dense=0.1, l_rank=None, vector=[0.0, 1.0])]
+    asked = "Whose sign-off do I need to touch webhooks?"
+    assert texts(rank(QueryInfo(asked), pool))[0] == owner.record.content
+    assert "answer type" in rank(QueryInfo(asked), pool).items[0].channels
+    assert texts(rank(QueryInfo(asked), pool, RankConfig(answer_type_weight=0.0)))[0] == path.record.content
+    assert texts(rank(QueryInfo("Which folder holds webhooks?"), pool))[0] == path.record.content
+
+
+def test_names_someone() -> None:
+    asked = {"sessions", "owner"}
+    assert names_someone("sessions is owned by the Core API team", asked, set())
+    assert names_someone("Owner of webhooks: Growth.", asked, set())
+    assert not names_someone("In Harborview, sessions code: `pkg/sessions/`.", asked, {"harborview"})
+    assert not names_someone("Config for the session TTL. Sessions expire.", asked, set())  # an abbreviation, a start
+    assert not names_someone("Infra owns it.", asked, set())  # a first word may be any word: not counted
 
 def test_a_chunk_collapses_into_its_fact_and_duplicates_into_one() -> None:
     chunk = cand("Tests run with nox -s tests.", d_rank=2, l_rank=2)
