@@ -183,11 +183,11 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
     wanted = distinctive(query_entities(query), pool, config)
     asked = query_terms(query)
     weights = term_weights(asked, pool)
-    items = _fuse(pool, wanted, config, query.now, weights, slot_query_terms(query), project_terms(query), query.period)
+    projects = project_terms(query)
+    items = _fuse(pool, wanted, config, query.now, weights, slot_query_terms(query), projects, query.period)
     if config.answer_type_weight and _WHO.search(query.text):
-        known = {n.lower() for n in (*query.project_names, *query.other_project_names)}
         for item in items:
-            if names_someone(item.candidate.record.content, asked, known):
+            if names_someone(item.candidate.record.content, asked | projects):
                 item.score += config.answer_type_weight
                 item.channels.append("answer type")
     _demote_foreign(items, query, config)
@@ -406,15 +406,15 @@ _WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
 _CAPITALISED = re.compile(r"(?<![.!?]\s)(?<![.!?])\b([A-Z][a-z][\w'-]*)")
 
 
-def names_someone(text: str, asked: set[str], known: set[str]) -> bool:
+def names_someone(text: str, ignore: Collection[str]) -> bool:
     """Whether `text` names someone — a capitalised word past its first, not a stop word, not one of the
-    question's terms (`asked`), not a project's name (`known`): "Owner of webhooks: Growth.", "owned by
-    the Core API team", not "In Harborview, webhooks code: `libs/webhooks/`"."""
+    terms in `ignore` (the question's, the project names'): "Owner of webhooks: Growth.", "owned by the
+    Core API team", not "In Harborview, webhooks code: `libs/webhooks/`"."""
     for match in _CAPITALISED.finditer(text):
         if match.start() == 0:
             continue
         word = match.group(1).lower().removesuffix("'s")
-        if word in STOP_WORDS or word in known or word in asked or fold(word) in asked:
+        if word in STOP_WORDS or word in ignore or fold(word) in ignore:
             continue
         return True
     return False
