@@ -155,7 +155,11 @@ RANKERS: list[Ranker | PipelineRanker] = [
     PipelineRanker(
         "+ what began in the day or month a dated question names (0.3)", replace(RankConfig(), answer_type_weight=0.0)
     ),
-    PipelineRanker("+ a memory naming someone, when the question asks who (0.2) (= recall's ranking)", RankConfig()),
+    PipelineRanker(
+        "+ a memory holding the kind of answer asked for: someone, a path, an address, a number (0.2)"
+        " (= recall's ranking)",
+        RankConfig(),
+    ),
 ]
 
 

@@ -13,13 +13,15 @@
    sets the score sum did better (see README "How recall ranks"). A fact the agent stated
    also scores by how well its slot (subject, predicate) matches the query, a memory
    that began in the day or month a dated question names gains `period_weight`, and one that
-   names someone gains `answer_type_weight` when the question asks "who".
+   holds the kind of answer the question asks for (someone for "who", a path for "which folder":
+   retrieval/answer_type.py) gains `answer_type_weight`.
 3. **Demote** memories that are about another project of the store (they name it, not ours).
    A chunk also gains from the chunks written next to it, alike in meaning (its conversational
    context: retrieval/context.py).
 4. **Let the newer win**: among the leading candidates that are about the same thing
-   as the best one (similar vectors, or naming every asked-for name the best one names) and
-   nearly as relevant to the query (`newer_score_share` of its score), the one valid latest
+   as the best one (similar vectors, or naming every asked-for name the best one names), nearly
+   as relevant to the query (`newer_score_share` of its score) and holding the kind of answer
+   asked for if the best one holds it, the one valid latest
    comes first — oldest first when the query asks for a history (then weak matches
    count too, if they tell what the best one tells of the thing asked), and no reordering
    for a question about an event ("when did we…") or about several things ("what books
@@ -39,9 +41,10 @@ from functools import lru_cache
 from chronomem.consolidate.resolve import EXTRACTED_SOURCES
 from chronomem.consolidate.salience import record_salience
 from chronomem.records import MemoryRecord
+from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.candidates import Candidate, cosine
 from chronomem.retrieval.context import context_bonus
-from chronomem.retrieval.terms import STOP_WORDS, fold, mentioned, named_things, terms
+from chronomem.retrieval.terms import mentioned, named_things, terms
 
 
 @dataclass(frozen=True)
@@ -100,9 +103,10 @@ class RankConfig:
     # began within it (valid time) gains this much — it is what happened or was said then, where the rest of
     # the slice is only what still held.
     period_weight: float = 0.3
-    # A "who" question asks for someone: a memory that names a person or a team besides what the question names
-    # ("Owner of webhooks: Growth.") gains this much over its siblings about the same thing ("webhooks code:
-    # `libs/webhooks/`") — the answer's kind, as question answering has long used it (`names_someone`).
+    # A question's expected answer type (answer_type.py): a "who" question asks for someone, so a memory that
+    # names a person or a team besides what the question names ("Owner of webhooks: Growth.") gains this much
+    # over its siblings about the same thing ("webhooks code: `libs/webhooks/`"); likewise a path for "which
+    # folder", an address for "what URL", a number for "which port".
     answer_type_weight: float = 0.2
     abstain: bool = True  # off, ranking never abstains (the ablation's rankers: what each signal ranks)
 
@@ -132,6 +136,7 @@ class Ranked:
     channels: list[str] = field(default_factory=list)
     foreign: bool = False
     hedged: bool = False
+    answer_typed: bool = False  # holds the kind of answer the question asks for (answer_type.py)
 
 
 @dataclass
@@ -185,10 +190,13 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
     weights = term_weights(asked, pool)
     projects = project_terms(query)
     items = _fuse(pool, wanted, config, query.now, weights, slot_query_terms(query), projects, query.period)
-    if config.answer_type_weight and _WHO.search(query.text):
+    kind = expected_answer_type(query.text) if config.answer_type_weight else None
+    if kind:
+        answers = AnswerTypes((c.record.content for c in pool), asked | projects)
         for item in items:
-            if names_someone(item.candidate.record.content, asked | projects):
+            if answers.holds(item.candidate.record.content, kind):
                 item.score += config.answer_type_weight
+                item.answer_typed = True
                 item.channels.append("answer type")
     _demote_foreign(items, query, config)
     for item in items:
@@ -375,6 +383,8 @@ def _newer_wins(
         c = item.candidate
         if item.foreign or item.hedged or item.score < weakest:
             continue
+        if items[0].answer_typed and not item.answer_typed:
+            continue  # the best holds the kind of answer asked for (a port's number); a restatement would too
         slot = slot_of.get(c.record.id)
         if top_slot is not None and slot is not None and slot != top_slot:
             continue  # the consolidator already told these apart: different (subject, predicate) slots
@@ -399,25 +409,6 @@ def _newer_wins(
     ordered = sorted(group, key=lambda r: r.candidate.record.valid_at, reverse=intent != "history")
     members = {id(r) for r in group}
     return ordered + [r for r in items if id(r) not in members]
-
-
-_WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
-#: A capitalised word (not an abbreviation) that does not begin a sentence.
-_CAPITALISED = re.compile(r"(?<![.!?]\s)(?<![.!?])\b([A-Z][a-z][\w'-]*)")
-
-
-def names_someone(text: str, ignore: Collection[str]) -> bool:
-    """Whether `text` names someone — a capitalised word past its first, not a stop word, not one of the
-    terms in `ignore` (the question's, the project names'): "Owner of webhooks: Growth.", "owned by the
-    Core API team", not "In Harborview, webhooks code: `libs/webhooks/`"."""
-    for match in _CAPITALISED.finditer(text):
-        if match.start() == 0:
-            continue
-        word = match.group(1).lower().removesuffix("'s")
-        if word in STOP_WORDS or word in ignore or fold(word) in ignore:
-            continue
-        return True
-    return False
 
 
 def _told_of(top: Candidate, wanted: set[str], weights: dict[str, float]) -> dict[str, float]:

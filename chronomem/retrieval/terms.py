@@ -74,7 +74,7 @@ def terms(text: str) -> list[str]:
 
 _ENTITY = re.compile(r"`([^`]{2,80})`|([A-Za-z0-9]+(?:[_\-./:#@+][A-Za-z0-9]+)+/?)|\b([A-Za-z]*[A-Z][A-Za-z0-9]*)\b")
 _DATEISH = re.compile(r"^\d{1,4}(?:[-/.:]\d{1,4})*(?:z|am|pm|th|st|nd|rd)?$")
-_MONTHS = frozenset(
+CALENDAR_WORDS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday".split()
 )
@@ -128,7 +128,7 @@ def named_things(text: str, ignore: frozenset[str] | set[str] = frozenset()) -> 
         if (
             len(value) < 2
             or value in STOP_WORDS
-            or value in _MONTHS
+            or value in CALENDAR_WORDS
             or value in ignore
             or _DATEISH.match(value)
             or value.rstrip("s") in ignore
