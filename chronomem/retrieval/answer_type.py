@@ -23,7 +23,8 @@ from chronomem.retrieval.terms import CALENDAR_WORDS, STOP_WORDS, fold
 AnswerType = Literal["person", "address", "path", "number"]
 
 _WHO = re.compile(r"\bwho(?:m|se)?\b", re.I)
-#: "which"/"what" and, within a few words, the noun the question asks about ("which part of the repo tree").
+#: "which"/"what" and, within a few words, the noun the question asks about ("which part of the repo tree",
+#: "what values has the directory of X had").
 _ASKED_NOUN = r"\b(?:which|what)\b(?:\s+[\w'-]+){{0,5}}?\s+(?:{nouns})s?\b"
 _ADDRESS = re.compile(_ASKED_NOUN.format(nouns="url|uri|link|address|endpoint|route|web ?page|website"), re.I)
 _PATH = re.compile(_ASKED_NOUN.format(nouns="folder|directory|dir|path|file|tree|subtree"), re.I)
@@ -31,8 +32,9 @@ _NUMBER = re.compile(_ASKED_NOUN.format(nouns="number|port|socket"), re.I)
 
 #: A URL, an HTTP route ("GET /api/v1/reports"), or a local address ("localhost:3245").
 _HOLDS_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S|\b(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s+/|\blocalhost:\d")
-#: A path: words joined by slashes ("apps/reporting/", "pkg/billing"), not a URL's.
-_HOLDS_PATH = re.compile(r"(?<![:/\w])(?:[\w.-]+/)+[\w.-]*(?<!:)")
+#: A path: words joined by slashes ("apps/reporting/", "pkg/billing"), not a URL's; or a file's name
+#: ("settings.toml", "schema.graphql"), not a dotted name ("app.http.client") or an abbreviation ("e.g.").
+_HOLDS_PATH = re.compile(r"(?<![:/\w])(?:[\w.-]+/)+[\w.-]*(?<!:)|(?<![\w.])[\w-]*[A-Za-z_][\w-]*\.[a-z]{2,8}(?!\w|\.\w)")
 #: A number of two or more digits standing alone ("binds 5180", ":3245"), not part of a name ("PAY-7233",
 #: "PR #314", "ADR-006") or of a version ("3.11").
 _HOLDS_NUMBER = re.compile(r"(?<![\w#.\-/])\d{2,}(?![\w.-]*[A-Za-z])(?!\.\d)")

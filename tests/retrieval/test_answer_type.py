@@ -19,6 +19,11 @@ from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
         ("Which HTTP route should a client call to list reports?", "address"),
         ("Which socket number does ingest-svc accept connections on?", "number"),
         ("What port is billing-worker on?", "number"),
+        ("Which GraphQL schema file does Marrowgate use?", "path"),
+        ("What is the endpoint for listing customers right now?", "address"),
+        ("What did Harborview have as the endpoint for listing teams?", "address"),
+        ("What was gateway's port in Marrowgate?", "number"),
+        ("What values has the directory of the ledger code had, in order?", "path"),
         ("What does Caroline like to paint?", None),
         ("How do I run the tests?", None),
         ("Where did Melanie go camping?", None),
@@ -53,6 +58,9 @@ def test_paths_addresses_and_numbers() -> None:
     assert answers.holds("The reporting module lives in apps/reporting/.", "path")
     assert not answers.holds("Staging is at https://preview.brambleway.dev.", "path")  # a URL's slashes
     assert not answers.holds("inventory is deployed as part of inventory-svc.", "path")
+    assert answers.holds("The schema is schema.graphql.", "path")  # a file's name
+    for text in ("Set `app.http.client.timeout_ms` to 500.", "Prefer small PRs, e.g. one module each."):
+        assert not answers.holds(text, "path"), text
     assert answers.holds("Staging is at https://preview.brambleway.dev.", "address")
     assert answers.holds("`GET /api/v2/reports` returns reports, paginated.", "address")
     assert answers.holds("local ingest-svc: http://localhost:3245.", "address")
