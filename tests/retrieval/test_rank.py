@@ -13,6 +13,7 @@ from chronomem.retrieval.candidates import Candidate
 from chronomem.retrieval.rank import (
     QueryInfo,
     RankConfig,
+    hedged,
     never_mentioned,
     rank,
     term_set,
@@ -118,25 +119,23 @@ def test_a_question_about_several_things_keeps_the_best_match_first() -> None:
     assert texts(several) == [first.record.content, later.record.content]
 
 
-def test_a_who_question_favours_the_memory_that_names_someone() -> None:
-    path = cand("webhooks code: `libs/webhooks/`.", dense=0.8)
-    owner = cand("Owner of webhooks: Growth.", dense=0.7)
-    pool = [path, owner, cand("Lunch was nice.", dense=0.1, l_rank=None, vector=[0.0, 1.0])]
-    asked = "Whose sign-off do I need to touch webhooks?"
-    assert texts(rank(QueryInfo(asked), pool))[0] == owner.record.content
-    assert "answer type" in rank(QueryInfo(asked), pool).items[0].channels
-    assert texts(rank(QueryInfo(asked), pool, RankConfig(answer_type_weight=0.0)))[0] == path.record.content
-    assert texts(rank(QueryInfo("Which folder holds webhooks?"), pool))[0] == path.record.content
-    assert "answer type" in rank(QueryInfo("Which folder holds webhooks?"), pool).items[0].channels
-
-
-def test_a_which_port_question_favours_the_memory_with_a_number() -> None:
-    host = cand("billing is served by billing-worker.", dense=0.8)
-    port = cand("billing-worker binds 5180 locally and in containers.", dense=0.7)
-    pool = [host, port, cand("Lunch was nice.", dense=0.1, l_rank=None, vector=[0.0, 1.0])]
-    asked = "What number goes after the colon when I curl billing-worker?"
-    assert texts(rank(QueryInfo(asked), pool))[0] == port.record.content
-    assert texts(rank(QueryInfo(asked), pool, RankConfig(answer_type_weight=0.0)))[0] == host.record.content
+@pytest.mark.parametrize(
+    ("asked", "answer", "sibling"),
+    [
+        ("Whose sign-off do I need to touch webhooks?", "Owner of webhooks: Growth.", "webhooks code: `libs/webhooks/`."),
+        ("Which folder holds webhooks?", "webhooks code: `libs/webhooks/`.", "Owner of webhooks: Growth."),
+        ("What number goes after the colon when I curl billing-worker?",
+         "billing-worker binds 5180 locally and in containers.", "billing is served by billing-worker."),
+    ],
+)
+def test_a_question_favours_the_memory_holding_the_kind_of_answer_it_asks_for(
+    asked: str, answer: str, sibling: str
+) -> None:
+    pool = [cand(sibling, dense=0.8), cand(answer, dense=0.7), cand("Lunch was nice.", dense=0.1, l_rank=None,
+                                                                     vector=[0.0, 1.0])]
+    ranked = rank(QueryInfo(asked), pool)
+    assert texts(ranked)[0] == answer and "answer type" in ranked.items[0].channels
+    assert texts(rank(QueryInfo(asked), pool, RankConfig(answer_type_weight=0.0)))[0] == sibling
 
 
 def test_a_chunk_collapses_into_its_fact_and_duplicates_into_one() -> None:
@@ -288,6 +287,22 @@ def test_the_terms_the_store_found_in_a_candidate_stand_for_its_text() -> None:
     assert term_weights({ledger, owner, module}, told) == term_weights({ledger, owner, module}, untold)
     told[0].terms = frozenset({ledger})  # what the store says counts, not what the text would give
     assert term_weights({ledger}, told)[ledger] == pytest.approx(math.log(1 + 3 / 2))
+
+
+def test_a_hedge_frames_the_whole_note_not_one_clause() -> None:
+    for note in (
+        "Someone on a forum recommended `pnpm` for installs.",
+        "Tried `libs/billing/` while experimenting, but that is not where billing lives.",
+        "For comparison, Quillstack uses sessions-worker.",
+        "The README for auth is a bit stale; maybe tidy it up someday.",
+    ):
+        assert hedged(note), note
+    # a modal or a recommendation inside a statement leaves the rest of it asserted
+    for turn in (
+        "Melanie: I loved 'Charlotte's Web', the book you recommended! Maybe I'll read it to the kids.",
+        "Jon: I opened the studio last week; it might take a while to fill up.",
+    ):
+        assert not hedged(turn), turn
 
 
 def test_a_note_that_only_mentions_a_value_gives_way_to_one_that_states_it() -> None:
