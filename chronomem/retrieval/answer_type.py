@@ -7,7 +7,7 @@ code: `quillstack/inventory/`", "billing-worker binds 5180") is likelier the ans
 about the same thing that do not ("webhooks code: `libs/webhooks/`" for "whose sign-off do I need?",
 "inventory is deployed as part of inventory-svc" for "which folder do I open?").
 
-Pure functions: `expected_answer_type(question)` reads the type off the question, and
+No I/O: `expected_answer_type(question)` reads the type off the question, and
 `AnswerTypes(pool texts, ignore).holds(text, kind)` says whether a memory holds one.
 The cues are English's head nouns for these kinds of thing, not any data set's phrasings.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
+from functools import cached_property
 from typing import Literal
 
 from chronomem.retrieval.terms import CALENDAR_WORDS, STOP_WORDS, fold
@@ -29,12 +30,18 @@ _ASKED_NOUN = r"\b(?:which|what)\b(?:\s+[\w'-]+){{0,5}}?\s+(?:{nouns})s?\b"
 _ADDRESS = re.compile(_ASKED_NOUN.format(nouns="url|uri|link|address|endpoint|route|web ?page|website"), re.I)
 _PATH = re.compile(_ASKED_NOUN.format(nouns="folder|directory|dir|path|file|tree|subtree"), re.I)
 _NUMBER = re.compile(_ASKED_NOUN.format(nouns="number|port|socket"), re.I)
+_ASKED_KINDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
+    ("address", _ADDRESS), ("path", _PATH), ("number", _NUMBER)
+)
 
 #: A URL, an HTTP route ("GET /api/v1/reports"), or a local address ("localhost:3245").
 _HOLDS_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S|\b(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s+/|\blocalhost:\d")
 #: A path: words joined by slashes ("apps/reporting/", "pkg/billing"), not a URL's; or a file's name
 #: ("settings.toml", "schema.graphql"), not a dotted name ("app.http.client") or an abbreviation ("e.g.").
-_HOLDS_PATH = re.compile(r"(?<![:/\w])(?:[\w.-]+/)+[\w.-]*(?<!:)|(?<![\w.])[\w-]*[A-Za-z_][\w-]*\.[a-z]{2,8}(?!\w|\.\w)")
+_HOLDS_PATH = re.compile(
+    r"(?<![:/\w])(?:[\w.-]+/)+[\w.-]*(?<!:)"  # a path
+    r"|(?<![\w.])[\w-]*[A-Za-z_][\w-]*\.[a-z]{2,8}(?!\w|\.\w)"  # a file's name
+)
 #: A number of two or more digits standing alone ("binds 5180", ":3245"), not part of a name ("PAY-7233",
 #: "PR #314", "ADR-006") or of a version ("3.11").
 _HOLDS_NUMBER = re.compile(r"(?<![\w#.\-/])\d{2,}(?![\w.-]*[A-Za-z])(?!\.\d)")
@@ -48,9 +55,9 @@ def expected_answer_type(question: str) -> AnswerType | None:
     port); else None."""
     if _WHO.search(question):
         return "person"
-    for kind, pattern in (("address", _ADDRESS), ("path", _PATH), ("number", _NUMBER)):
+    for kind, pattern in _ASKED_KINDS:
         if pattern.search(question):
-            return kind  # type: ignore[return-value]
+            return kind
     return None
 
 
@@ -58,19 +65,20 @@ class AnswerTypes:
     """Which memories of a candidate pool hold an answer of a given type.
 
     A person or a team is named by a capitalised word that is not one of `ignore` (the question's words,
-    the project names), a stop word, a month or a weekday. A word that begins a sentence ("Infra owns catalog", "Look in
-    `apps/`") or follows a label ("Pinecask: Grab the key") may be capitalised only for its place, so it
-    counts as a name only where the pool also writes it capitalised in the middle of a sentence ("owned
-    by Infra") — names keep their capital everywhere, other words do not.
+    the project names), a stop word, a month or a weekday. A word that begins a sentence ("Infra owns
+    catalog", "Look in `apps/`") or follows a label ("Pinecask: Grab the key") may be capitalised only
+    for its place, so it counts as a name only where the pool also writes it capitalised in the middle
+    of a sentence ("owned by Infra") — names keep their capital everywhere, other words do not.
     """
 
     def __init__(self, texts: Iterable[str], ignore: Collection[str]) -> None:
+        self.texts = texts
         self.ignore = ignore
-        self.mid_sentence_names: set[str] = set()
-        for text in texts:
-            for word, starts in self._capitalised(text):
-                if not starts:
-                    self.mid_sentence_names.add(word)
+
+    @cached_property
+    def mid_sentence_names(self) -> set[str]:
+        """The words the pool writes capitalised in the middle of a sentence (read once, for "who" only)."""
+        return {word for text in self.texts for word, starts in self._capitalised(text) if not starts}
 
     def holds(self, text: str, kind: AnswerType) -> bool:
         if kind == "address":
