@@ -36,7 +36,8 @@ _ASKED_KINDS: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
 
 #: A URL, an HTTP route ("GET /api/v1/reports"), or a local address ("localhost:3245").
 _HOLDS_ADDRESS = re.compile(r"\b[a-z][a-z0-9+.-]*://\S|\b(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s+/|\blocalhost:\d")
-#: A path: words joined by slashes ("apps/reporting/", "pkg/billing"), not a URL's; or a file's name
+#: A path: words joined by slashes ("apps/reporting/", "pkg/billing"), not a URL's (none begins after a ":" or
+#: a "/", so "https://host/a/b" holds none; a file's name ending one does count); or a file's name
 #: ("settings.toml", "schema.graphql"), not a dotted name ("app.http.client") or an abbreviation ("e.g.").
 _HOLDS_PATH = re.compile(
     r"(?<![:/\w])(?:[\w.-]+/)+[\w.-]*(?<!:)"  # a path
@@ -84,7 +85,7 @@ class AnswerTypes:
         if kind == "address":
             return bool(_HOLDS_ADDRESS.search(text))
         if kind == "path":
-            return any(not _HOLDS_ADDRESS.match(text, m.start()) for m in _HOLDS_PATH.finditer(text))
+            return bool(_HOLDS_PATH.search(text))
         if kind == "number":
             return bool(_HOLDS_NUMBER.search(text))
         return any(not starts or word in self.mid_sentence_names for word, starts in self._capitalised(text))
