@@ -25,7 +25,7 @@ def serve(
     every request when one is set, and check Host/Origin headers (see `security`).
     """
     from chronomem.server.app import build_server
-    from chronomem.server.malloc import limit_arenas
+    from chronomem.malloc import limit_arenas
     from chronomem.server.security import check_exposure, serve_network
 
     if transport in ("sse", "http"):

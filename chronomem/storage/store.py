@@ -166,7 +166,7 @@ class MemoryStore:
             # is built after LanceDB answered the first searches: let go of the index caches they filled, and
             # take the copy's objects out of the garbage collector's walks. A small table's copy is made at
             # open, before any search: neither a second connection nor a full collection is worth it there.
-            from chronomem.server.malloc import release_free_memory, settle_heap
+            from chronomem.malloc import release_free_memory, settle_heap
 
             if index.rows > OPEN_BUILD_ROWS:
                 self._reopen_table(LANCE_CACHE_BEHIND_INDEX)
@@ -265,7 +265,7 @@ class MemoryStore:
         self._index_off = True
         self._read_index = None
         self._reopen_table(None)
-        from chronomem.server.malloc import release_free_memory
+        from chronomem.malloc import release_free_memory
 
         release_free_memory()
 

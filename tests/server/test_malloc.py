@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-CALL = "from chronomem.server.malloc import limit_arenas; print(limit_arenas())"
+CALL = "from chronomem.malloc import limit_arenas; print(limit_arenas())"
 
 
 def run(env_extra: dict[str, str]) -> str:

@@ -1,4 +1,4 @@
-"""The server process's memory upkeep: glibc's malloc arenas capped, freed memory handed back, and the
+"""The process's memory upkeep (the server's and the store's read index build): glibc's malloc arenas capped, freed memory handed back, and the
 long-lived heap taken out of the cyclic garbage collector's sight (`settle_heap`).
 
 glibc gives each thread that contends for the allocator its own arena (up to 8 per core) and
