@@ -1,5 +1,6 @@
 """The process's memory upkeep (the server's, and the store's after a read index build): glibc's malloc
-arenas capped, freed memory handed back, and the long-lived heap taken out of the cyclic garbage collector's sight (`settle_heap`).
+arenas capped, freed memory handed back, and the long-lived heap taken out of the cyclic garbage
+collector's sight (`settle_heap`).
 
 glibc gives each thread that contends for the allocator its own arena (up to 8 per core) and
 keeps freed memory in it. LanceDB's and onnxruntime's worker threads allocate and free

@@ -60,6 +60,9 @@ class MemoryService:
         self._project_names: tuple[float, dict[str, str]] | None = None
         self._keys_by_suffix: dict[str, str] = {}  # `-<8 hex>` of a detected key → the key used for it
         self._keys_lock = threading.Lock()
+        #: The store's semantic slot matcher, made and kept by `consolidate.slots.slot_matcher` (this layer does
+        #: not import the consolidator) so its phrase embeddings are reused across calls.
+        self.slot_matcher_cache: Any = None
 
     def warm_up(self) -> None:
         """Start loading the model and opening the store in the background."""
@@ -216,15 +219,6 @@ class MemoryService:
 
     def embed_one(self, text: str) -> list[float]:
         return self.embedder.embed([text])[0]
-
-    def slot_matcher(self) -> Any:
-        """The store's semantic slot matcher (consolidate/slots.py), kept so its phrase embeddings are reused."""
-        from chronomem.consolidate.slots import SlotMatcher
-
-        matcher = getattr(self, "_slot_matcher", None)
-        if matcher is None or matcher.store is not self.store:
-            matcher = self._slot_matcher = SlotMatcher(self.store, self.embedder)
-        return matcher
 
     def explain_failure(self, exc: BaseException) -> ChronomemError | None:
         """A one-line error with the recovery command when `exc` says the store's files are damaged."""

@@ -21,6 +21,7 @@ from functools import cached_property
 
 from dataclasses import replace
 
+from chronomem.consolidate.slots import slot_matcher
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.candidates import CANDIDATE_POOL
 from chronomem.retrieval.fusion import rrf
@@ -112,7 +113,7 @@ class PipelineRanker:
         )
         vector = ctx.svc.embed_one(text)
         config = replace(self.config, abstain=False)
-        hits, _ = ranked_hits(ctx.svc.store, info, vector, ctx.flt, config, ctx.svc.slot_matcher().embed_phrases)
+        hits, _ = ranked_hits(ctx.svc.store, info, vector, ctx.flt, config, slot_matcher(ctx.svc).embed_phrases)
         return [h.record for h in hits[:limit]]
 
 

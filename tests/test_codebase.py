@@ -22,7 +22,7 @@ from chronomem.codebase import (
     hash_file,
     path_matches,
 )
-from chronomem.consolidate.marks import anchor_tags, anchors_of, inherited_tags, user_tags, with_anchors
+from chronomem.marks import anchor_tags, anchors_of, inherited_tags, user_tags, with_anchors
 from chronomem.records import UTC
 from tests.gitrepo import GitRepo, isolated_git
 

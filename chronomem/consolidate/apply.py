@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from datetime import datetime
 
-from chronomem.consolidate.marks import anchors_of, with_anchors, with_conflicts
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES, REINFORCE_STEP, plan_fact
+from chronomem.marks import anchors_of, with_anchors, with_conflicts
 from chronomem.records import MemoryRecord
 from chronomem.storage import Filter, MemoryStore
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from chronomem.consolidate.marks import inherited_tags
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.consolidate.slots import slot_phrase
 from chronomem.consolidate.watermark import StageMark
+from chronomem.marks import inherited_tags
 from chronomem.records import MemoryRecord, fact_sentence, new_id, normalize_object, normalize_predicate, normalize_subject
 from chronomem.storage import Filter, MemoryStore
 

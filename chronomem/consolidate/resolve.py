@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from chronomem.facts import EXTRACTED_SOURCES
 from chronomem.records import MemoryRecord, normalize_object
 
 #: Predicates whose slot holds many values at once (a project has many dependencies).
@@ -27,8 +28,6 @@ MULTI_VALUED_PREDICATES = frozenset(
 #: How much a repeated statement adds to a fact's salience.
 REINFORCE_STEP = 0.5
 
-#: Sources whose facts were extracted by chronomem rather than stated by the agent.
-EXTRACTED_SOURCES = frozenset({"rules", "llm"})
 
 
 @dataclass

@@ -29,13 +29,12 @@ import threading
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from chronomem.consolidate.marks import seen_at, with_seen
-from chronomem.records import UTC, MemoryRecord
+from chronomem.facts import HALF_LIFE, effective_salience, last_reinforced, record_salience
+from chronomem.marks import seen_at, with_seen
+from chronomem.records import MemoryRecord
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 
-#: Time for an unreinforced memory's effective salience to halve.
-HALF_LIFE = timedelta(days=90)
 #: What one recall hit adds to `salience`.
 HIT_STEP = 0.1
 #: Hits within this long of the previous one refresh the time but add nothing (one session is one signal).
@@ -46,41 +45,6 @@ MAX_SALIENCE = 10.0
 HIT_BATCH = 256
 #: Suggested weight of `log1p(effective_salience)` in a fused ranking score (see the module docstring).
 SALIENCE_WEIGHT = 1.0 / 600
-
-
-def effective_salience(
-    salience: float, last_reinforced: datetime, now: datetime, half_life: timedelta = HALF_LIFE
-) -> float:
-    """`salience` decayed by the time since `last_reinforced` (never negative, never above `salience`)."""
-    age = max((now - last_reinforced).total_seconds(), 0.0)
-    return max(salience, 0.0) * 0.5 ** (age / half_life.total_seconds())
-
-
-def last_reinforced(record: MemoryRecord) -> datetime:
-    """When `record` was last created, restated or recalled."""
-    times = [record.created_at]
-    for source in record.source_ids:
-        stated = _ulid_time(source)
-        if stated is not None:
-            times.append(stated)
-    seen = seen_at(record.tags)
-    if seen is not None:
-        times.append(seen)
-    return max(times)
-
-
-def record_salience(record: MemoryRecord, now: datetime) -> float:
-    """`effective_salience` of a stored row at `now`."""
-    return effective_salience(record.salience, last_reinforced(record), now)
-
-
-def _ulid_time(value: str) -> datetime | None:
-    try:
-        from ulid import ULID
-
-        return ULID.from_str(value).datetime.astimezone(UTC)
-    except (ValueError, TypeError):
-        return None
 
 
 class HitLog:

@@ -34,7 +34,9 @@ import numpy as np
 
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.embed import Embedder
+from chronomem.facts import slot_phrase
 from chronomem.records import MemoryRecord, fact_sentence, normalize_object
+from chronomem.service import MemoryService
 from chronomem.storage import Filter, MemoryStore
 
 #: Slot-phrase similarity at or above which two slot names mean the same attribute.
@@ -52,11 +54,6 @@ SLOT_CACHE_SECONDS = 5.0
 Judge = Callable[[MemoryRecord, MemoryRecord], "bool | None"]
 
 _IDENTIFIER = re.compile(r"\S*(?:\d|\w[-./:@#]\w)\S*")
-
-
-def slot_phrase(subject: str, predicate: str) -> str:
-    """The words a slot is compared by: `proj test command` for (proj, test_command)."""
-    return f"{subject} {predicate.replace('_', ' ')}".strip()
 
 
 def identifiers(phrase: str) -> frozenset[str]:
@@ -237,3 +234,11 @@ class SlotMatcher:
         sentence = fact_sentence(subject, predicate, fact.object or "")
         vector = self.embedder.embed([sentence])[0]
         return fact.copy(subject=subject, predicate=predicate, content=sentence, vector=vector)
+
+
+def slot_matcher(svc: MemoryService) -> SlotMatcher:
+    """The service's store's semantic slot matcher, kept on the service so its phrase embeddings are reused."""
+    matcher = svc.slot_matcher_cache
+    if matcher is None or matcher.store is not svc.store:
+        matcher = svc.slot_matcher_cache = SlotMatcher(svc.store, svc.embedder)
+    return matcher

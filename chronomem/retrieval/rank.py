@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
-from chronomem.consolidate.resolve import EXTRACTED_SOURCES
-from chronomem.consolidate.salience import record_salience
+from chronomem.facts import EXTRACTED_SOURCES, record_salience
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.candidates import Candidate, cosine

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
-from chronomem.consolidate.resolve import EXTRACTED_SOURCES
-from chronomem.consolidate.slots import slot_phrase
+from chronomem.facts import EXTRACTED_SOURCES, slot_phrase
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.bridge import BRIDGE_POSITION, bridge_search, placed
 from chronomem.retrieval.candidates import Candidate, cosine, gather

@@ -24,9 +24,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from chronomem.config import MAX_BRIEF_TOKENS, MIN_BRIEF_TOKENS
-from chronomem.consolidate.marks import conflicts_of
-from chronomem.consolidate.resolve import EXTRACTED_SOURCES
-from chronomem.consolidate.salience import record_salience
+from chronomem.facts import EXTRACTED_SOURCES, record_salience
+from chronomem.marks import conflicts_of
 from chronomem.project import GLOBAL, display_name
 from chronomem.records import MemoryRecord, normalize_subject
 from chronomem.retrieval.fusion import estimate_tokens

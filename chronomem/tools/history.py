@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chronomem.consolidate.marks import conflicts_of
 from chronomem.errors import InvalidInput, NotFound
+from chronomem.marks import conflicts_of
 from chronomem.records import MemoryRecord, normalize_predicate, normalize_subject
 from chronomem.service import MemoryService
 from chronomem.storage import Filter

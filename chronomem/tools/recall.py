@@ -23,10 +23,11 @@ from typing import Any
 
 from chronomem.codebase import Codebase, StalenessCheck, normalise_query_path, path_matches
 from chronomem.config import MAX_LIMIT, MAX_QUERY_CHARS
-from chronomem.consolidate.marks import anchors_of
+from chronomem.consolidate.slots import slot_matcher
 from chronomem.errors import InvalidInput
-from chronomem.records import MemoryRecord
+from chronomem.marks import anchors_of
 from chronomem.project import GLOBAL
+from chronomem.records import MemoryRecord
 from chronomem.retrieval.fusion import estimate_tokens
 from chronomem.retrieval.rank import DEFAULT_CONFIG, NOTHING_IN_SLICE, QueryInfo
 from chronomem.retrieval.search import Hit, SearchOutcome, demote_stale, hybrid_search, within_budget
@@ -165,7 +166,7 @@ def _search(
     room, cost = _budget(ask.budget, ask.count, subject, where, item, preface)
     outcome = hybrid_search(
         svc.store, info, vector, flt, ask.count, room, cost=cost,
-        adjust=anchors.demote if anchors is not None else None, slot_vectors=svc.slot_matcher().embed_phrases,
+        adjust=anchors.demote if anchors is not None else None, slot_vectors=slot_matcher(svc).embed_phrases,
     )
     base = dict(query=ask.text, projects=ask.projects, at=iso(at) or "", known_at=iso(known_at) or "")
     nothing = f"Nothing relevant is stored {subject} in {where}"

@@ -14,9 +14,10 @@ from pydantic import ValidationError
 
 from chronomem.codebase import Codebase, short
 from chronomem.config import MAX_FACTS_PER_CALL
-from chronomem.consolidate.marks import anchor_tags
 from chronomem.consolidate.apply import resolve_and_commit
+from chronomem.consolidate.slots import slot_matcher
 from chronomem.errors import InvalidInput
+from chronomem.marks import anchor_tags
 from chronomem.records import (
     FactInput,
     MemoryRecord,
@@ -144,7 +145,7 @@ def remember(
             for f, t, sentence, vector in zip(fact_inputs, fact_times, sentences, vectors[1:], strict=True)
         ]
         if fact_records:
-            outcomes = resolve_and_commit(store, fact_records, now, extra_rows=[chunk], matcher=svc.slot_matcher())
+            outcomes = resolve_and_commit(store, fact_records, now, extra_rows=[chunk], matcher=slot_matcher(svc))
         else:
             store.add([chunk])
             outcomes = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from chronomem.codebase import Change, short
-from chronomem.consolidate.marks import conflicts_of, user_tags
+from chronomem.marks import conflicts_of, user_tags
 from chronomem.records import MemoryRecord
 from chronomem.timeparse import iso
 

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 import anyio
 import pytest
 
-from chronomem.consolidate.marks import seen_at, user_tags
 from chronomem.consolidate.runner import Consolidator
 from chronomem.consolidate.salience import HALF_LIFE, HIT_STEP, effective_salience, last_reinforced, record_salience
+from chronomem.marks import seen_at, user_tags
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.service import MemoryService
 from chronomem.tools import recall, remember

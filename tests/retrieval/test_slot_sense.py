@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from chronomem.consolidate.slots import slot_matcher
 from chronomem.retrieval.candidates import gather
 from chronomem.retrieval.search import attach_slot_cosines
 from chronomem.service import MemoryService
@@ -20,11 +21,11 @@ def test_stated_facts_get_their_slot_phrase_cosine_without_the_project_name(svc:
     remember(svc, "Billing invoices are sent on the first of the month.")
     vector = svc.embed_one(QUERY)
     pool = gather(svc.store, QUERY, vector, Filter().projects(["proj"]))
-    attach_slot_cosines(pool, vector, svc.slot_matcher().embed_phrases, ("proj",))
+    attach_slot_cosines(pool, vector, slot_matcher(svc).embed_phrases, ("proj",))
     by_slot = {c.record.predicate: c.slot_cosine for c in pool if c.record.kind == "fact"}
     assert all(c.slot_cosine is None for c in pool if c.record.kind == "chunk")
     assert by_slot["maintainer"] > by_slot["directory"]  # "looks after" means the maintainer
-    [phrase] = [v for v in svc.slot_matcher().embed_phrases(["python version"]).values()]
+    [phrase] = [v for v in slot_matcher(svc).embed_phrases(["python version"]).values()]
     assert np.isclose(by_slot["python_version"], float(np.dot(vector, phrase)), atol=1e-5)  # not "proj python version"
     item = recall(svc, QUERY).results[0]
     assert item.text.startswith("billing maintainer") and "slot meaning" in item.channels
@@ -36,5 +37,5 @@ def test_extracted_facts_have_no_slot_meaning(svc: MemoryService) -> None:
     pool = gather(svc.store, QUERY, vector, Filter().projects(["proj"]))
     for c in pool:
         c.record.source = "rules" if c.record.kind == "fact" else c.record.source
-    attach_slot_cosines(pool, vector, svc.slot_matcher().embed_phrases, ("proj",))
+    attach_slot_cosines(pool, vector, slot_matcher(svc).embed_phrases, ("proj",))
     assert all(c.slot_cosine is None for c in pool)

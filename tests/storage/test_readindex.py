@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from chronomem.config import DEFAULT_READ_INDEX_ROWS, Settings
+from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.retrieval.rank import term_set
 from chronomem.retrieval.terms import terms
-from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.storage import Filter, MemoryStore, readindex
 from chronomem.storage.store import LANCE_CACHE_BEHIND_INDEX, OPEN_BUILD_ROWS
 

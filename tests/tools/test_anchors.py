@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from chronomem.config import Settings
-from chronomem.consolidate.marks import anchors_of
 from chronomem.errors import InvalidInput
+from chronomem.marks import anchors_of
 from chronomem.records import UTC
 from chronomem.retrieval.search import Hit, demote_stale
 from chronomem.service import MemoryService
