@@ -29,7 +29,7 @@ DEFAULT_BRIEF_TOKENS = 1_500
 #: Smallest and largest budget a brief accepts: below the minimum not even its heading fits.
 MIN_BRIEF_TOKENS = 50
 MAX_BRIEF_TOKENS = 100_000
-#: Largest table searched from the in-memory read index (storage/readindex.py, ~1.9 GB of RAM for the
+#: Largest table searched from the in-memory read index (search/readindex.py, ~1.9 GB of RAM for the
 #: server at 1M rows); larger ones are searched by LanceDB (~5x slower there at 1M). CHRONOMEM_READ_INDEX_ROWS
 #: lowers it on small machines; 0 turns the index off.
 DEFAULT_READ_INDEX_ROWS = 2_000_000

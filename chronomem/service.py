@@ -23,6 +23,7 @@ from chronomem.embed import Embedder, FastEmbedder
 from chronomem.errors import ChronomemError, StoreError
 from chronomem.project import GLOBAL, detect_project, display_name, key_suffix, validate_project
 from chronomem.records import utcnow
+from chronomem.search.engine import open_store
 from chronomem.storage import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class MemoryService:
                 if self._store_error is not None:
                     raise self._store_error
                 try:
-                    self._store = MemoryStore.open(
+                    self._store = open_store(
                         self.settings.store_path,
                         self.embedder.dim,
                         self.embedder.name,

@@ -23,12 +23,13 @@ from dataclasses import replace
 
 from chronomem.consolidate.slots import slot_matcher
 from chronomem.records import MemoryRecord
-from chronomem.retrieval.candidates import CANDIDATE_POOL
 from chronomem.retrieval.fusion import rrf
+from chronomem.retrieval.pipeline import ranked_hits
 from chronomem.retrieval.rank import QueryInfo, RankConfig
-from chronomem.retrieval.search import ranked_hits
 from chronomem.retrieval.temporal import read_time
-from chronomem.retrieval.terms import without_name
+from chronomem.search.candidates import CANDIDATE_POOL
+from chronomem.search.engine import Search, text_search, vector_search
+from chronomem.search.terms import without_name
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 
@@ -59,11 +60,11 @@ class QueryContext:
 
     @cached_property
     def dense(self) -> list[tuple[MemoryRecord, float]]:
-        return self._keep(self.svc.store.vector_search(self.vector, self.flt, self.pool))
+        return self._keep(vector_search(self.svc.store, self.vector, self.flt, self.pool))
 
     @cached_property
     def lexical(self) -> list[tuple[MemoryRecord, float]]:
-        return self._keep(self.svc.store.text_search(self.text, self.flt, self.pool))
+        return self._keep(text_search(self.svc.store, self.text, self.flt, self.pool))
 
     def _keep(self, hits: list[tuple[MemoryRecord, float]]) -> list[tuple[MemoryRecord, float]]:
         self.records.update((record.id, record) for record, _ in hits)

@@ -610,10 +610,10 @@ def server_memory(store: Path) -> dict[str, Any]:
 def read_index_build(store: Path, dim: int, embed_model: str) -> dict[str, Any]:
     """Open the store afresh, as a starting server does, and time its in-memory read index build
     (None when the table is larger than the index holds: LanceDB answers then)."""
-    from chronomem.storage import MemoryStore
+    from chronomem.search.engine import open_store
 
     start = time.perf_counter()
-    opened = MemoryStore.open(store, dim, embed_model)
+    opened = open_store(store, dim, embed_model)
     ready = opened.wait_for_read_index(timeout=600)
     seconds = time.perf_counter() - start
     return {"seconds": round(seconds, 2) if ready else None, "max_rows": opened.read_index_rows}
@@ -1101,7 +1101,7 @@ def markdown(payload: dict[str, Any]) -> str:
                 for r in results
             ],
         ),
-        "Searches are answered by the in-memory read index (`chronomem/storage/readindex.py`: filter columns, "
+        "Searches are answered by the in-memory read index (`chronomem/search/readindex.py`: filter columns, "
         "vectors, BM25 postings and result columns of every row) up to its row limit, by LanceDB above it. A "
         "starting server builds the index in the background and searches LanceDB until it is ready; the column gives "
         "that build time for a fresh open of the store, and the end-to-end calls are timed after 1.5× it has passed.",

@@ -512,7 +512,7 @@ def notes(agent: bool, unmapped: int) -> list[str]:
         "a type's figure, under 0.01 on macro hit@1).",
         "Ablation rankers search the same slice (same Filter) as recall / as_of, without recall's dated-phrase "
         "narrowing; the first three fuse with chronomem's `rrf`, the rest are recall's own read path "
-        "(`search.ranked_hits`) with the later signals switched off; none abstains. README baselines are "
+        "(`retrieval.pipeline.ranked_hits`) with the later signals switched off; none abstains. README baselines are "
         "time-blind, so their as_of column is not comparable with ours.",
     ]
     if agent:

@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             "with no evidence at all are not scored.",
             "Ablation rankers search the same slice as recall (same Filter, candidate pool 50; no dated-phrase "
             "narrowing); the first three fuse with chronomem's `rrf`, the rest are recall's own read path "
-            "(`search.ranked_hits`) with the later signals switched off; none abstains.",
+            "(`retrieval.pipeline.ranked_hits`) with the later signals switched off; none abstains.",
         ],
         "questions": [
             {

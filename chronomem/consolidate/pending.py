@@ -15,6 +15,7 @@ from chronomem.consolidate.slots import slot_phrase
 from chronomem.consolidate.watermark import StageMark
 from chronomem.marks import inherited_tags
 from chronomem.records import MemoryRecord, fact_sentence, new_id, normalize_object, normalize_predicate, normalize_subject
+from chronomem.search.engine import text_search, vector_search
 from chronomem.storage import Filter, MemoryStore
 
 #: How sure we are of a fact, by who stated it (agent facts keep the default 1.0).
@@ -107,8 +108,8 @@ def live_facts_near(
     own small hybrid search; the read path has its own).
     """
     flt = Filter().projects([project]).kinds(["fact"]).live(at, now)
-    dense = [r for r, _ in store.vector_search(vector, flt, limit)]
-    lexical = [r for r, _ in store.text_search(text, flt, limit)] if text.strip() else []
+    dense = [r for r, _ in vector_search(store, vector, flt, limit)]
+    lexical = [r for r, _ in text_search(store, text, flt, limit)] if text.strip() else []
     score: dict[str, float] = {}
     rows: dict[str, MemoryRecord] = {}
     for ranking in (dense, lexical):

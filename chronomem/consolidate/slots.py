@@ -36,6 +36,7 @@ from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.embed import Embedder
 from chronomem.facts import slot_phrase
 from chronomem.records import MemoryRecord, fact_sentence, normalize_object
+from chronomem.search.engine import vector_search
 from chronomem.service import MemoryService
 from chronomem.storage import Filter, MemoryStore
 
@@ -153,7 +154,7 @@ class SlotMatcher:
             return sorted(slots)
         vector = self.embed_phrases([phrase])[phrase]
         base = Filter().projects([fact.project]).kinds(["fact"]).known(now)
-        near = self.store.vector_search(vector, base, CANDIDATES)
+        near = vector_search(self.store, vector, base, CANDIDATES)
         return sorted({(r.subject, r.predicate) for r, _ in near if r.subject and r.predicate})
 
     def match(self, fact: MemoryRecord, now: datetime, pending: Mapping[str, MemoryRecord] | None = None) -> SlotMatch:

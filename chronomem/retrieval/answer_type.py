@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable
 from functools import cached_property
 from typing import Literal
 
-from chronomem.retrieval.terms import CALENDAR_WORDS, STOP_WORDS, fold
+from chronomem.search.terms import CALENDAR_WORDS, STOP_WORDS, fold
 
 AnswerType = Literal["person", "address", "path", "number"]
 

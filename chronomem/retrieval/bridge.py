@@ -7,7 +7,7 @@ uncovered and names things the question does not, one full-text search for those
 question's uncovered terms looks for the memory that closes the gap; the first match that carries
 one of the names and an uncovered term joins the first five results (fifth), unless it is there.
 
-Pure except for `store.text_search`; the first four places are never taken, so a one-hop answer,
+Pure except for the searcher's lexical lookup (`Searcher.lexical`); the first four places are never taken, so a one-hop answer,
 and the next best matches, keep theirs.
 """
 
@@ -19,8 +19,8 @@ from typing import TypeVar
 
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.rank import QueryInfo, query_terms
-from chronomem.retrieval.terms import entities, terms
-from chronomem.storage import Filter, MemoryStore
+from chronomem.search.candidates import Searcher
+from chronomem.search.terms import entities, terms
 
 #: Names of the best match the second search looks for, at most.
 MAX_BRIDGE_NAMES = 3
@@ -44,9 +44,7 @@ class Bridge:
     search: str
 
 
-def bridge_search(
-    store: MemoryStore, query: QueryInfo, ranked: list[MemoryRecord], flt: Filter
-) -> Bridge | None:
+def bridge_search(searcher: Searcher, query: QueryInfo, ranked: list[MemoryRecord]) -> Bridge | None:
     """The memory that answers what the best of `ranked` leaves open, when it is not already near the top."""
     if not ranked:
         return None
@@ -64,7 +62,7 @@ def bridge_search(
     words = [w for w in query.text.split() if set(terms(w)) & uncovered]
     search = " ".join([*new_names, *words])
     near_top = {r.id for r in ranked[: BRIDGE_POSITION + 1]}
-    for record, score in store.text_search(search, flt, BRIDGE_SEARCH_LIMIT):
+    for record, score in searcher.lexical(search, BRIDGE_SEARCH_LIMIT):
         if record.id == top.id:
             continue
         text = record.content.lower()

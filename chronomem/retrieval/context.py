@@ -20,15 +20,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from chronomem.retrieval.rank import Ranked
+from chronomem.search.candidates import Candidate
 
 #: Statements further apart than this, in valid or in transaction time, belong to different sessions.
 CONTEXT_GAP = timedelta(hours=1)
 
 T = TypeVar("T")
+
+
+class Ranked(Protocol):
+    """What `context_bonus` reads and changes of a ranked candidate (`rank.Ranked`; rank imports this module)."""
+
+    candidate: Candidate
+    score: float
+    channels: list[str]
 
 
 def context_bonus(items: Sequence[Ranked], weight: float) -> None:

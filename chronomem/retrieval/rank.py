@@ -41,9 +41,9 @@ from functools import lru_cache
 from chronomem.facts import EXTRACTED_SOURCES, record_salience
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
-from chronomem.retrieval.candidates import Candidate, cosine
 from chronomem.retrieval.context import context_bonus
-from chronomem.retrieval.terms import mentioned, named_things, terms
+from chronomem.search.candidates import Candidate, cosine
+from chronomem.search.terms import mentioned, named_things, terms
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Storage: the one LanceDB table `memories`, its schema, safe filters and bi-temporal writes;
-export/import/purge (`portable`) and health checks and repair (`doctor`).
+export/import/purge (`portable`) and health checks and repair (`doctor`); keeps the search component's read
+index in step with the table's version (it is handed the builder, it never imports search/).
 
-Owns every LanceDB call in the project. Never imports MCP, the embedder or the tools.
+Owns every LanceDB call but the searches (search/lance.py). Never imports MCP, the embedder, search,
+ranking or the tools.
 """
 
 from chronomem.storage.filters import Filter

@@ -1,4 +1,7 @@
-"""`MemoryStore`: open or create the `memories` table, write rows atomically, search them.
+"""`MemoryStore`: open or create the `memories` table, write rows atomically, read rows, and keep the search
+component's in-memory read index (search/readindex.py, handed in as a builder) in step with the table's version.
+
+Searching is not here: search/ asks `answer` to route each search to the read index or to LanceDB.
 
 Bi-temporal writes live here because they must be atomic: closing a row's validity
 expires it and appends its revision in one LanceDB commit (`merge_insert` on `id`),
@@ -14,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from chronomem.config import DEFAULT_READ_INDEX_ROWS
 from chronomem.errors import StoreError
@@ -31,10 +34,27 @@ from chronomem.storage.schema import (
     memories_schema,
 )
 
-if TYPE_CHECKING:
-    from chronomem.storage.readindex import ReadIndex
-
 _Found = TypeVar("_Found")
+
+
+class ReadIndex(Protocol):
+    """An in-memory copy of the table that this store keeps in step with the table's version
+    (`search/readindex.py` is the one; storage does not import it: `MemoryStore.open` is handed its builder)."""
+
+    version: int
+
+    @property
+    def rows(self) -> int: ...
+
+    def apply(self, data: Any, version: int) -> None: ...
+
+    def catch_up(self, table: Any, scan_limit: int) -> None: ...
+
+    def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None: ...
+
+
+#: Builds a read index from (LanceDB table, vector dimension, scan limit, directory for its spill file).
+BuildReadIndex = Callable[[Any, int, int, Path], ReadIndex]
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +76,26 @@ VECTOR_INDEX_NAME = "vector_idx"
 class MemoryStore:
     """The `memories` table of one store directory."""
 
-    def __init__(self, path: Path, table: Any, dim: int, embed_model: str, read_index_rows: int = 0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        table: Any,
+        dim: int,
+        embed_model: str,
+        read_index_rows: int = 0,
+        build_read_index: BuildReadIndex | None = None,
+    ) -> None:
         self.path = path
         self._handle = table  # read through `_table`, which first brings it to the newest version
         self._version: int | None = None  # the version `_handle` is known to be at (None: ask it)
         self.dim = dim
         self.embed_model = embed_model
         self.read_index_rows = read_index_rows
+        self._build_index = build_read_index
         self._read_index: ReadIndex | None = None
         self._index_lock = threading.Lock()
         self._index_building = False
-        self._index_off = read_index_rows <= 0  # off by setting, or the table outgrew it
+        self._index_off = read_index_rows <= 0 or build_read_index is None  # off by setting, or the table outgrew it
         self._index_settled = threading.Event()  # set whenever no build is running
         self._index_settled.set()
         self._commits = CommitWatch(path / f"{TABLE_NAME}.lance" / "_versions", _uses_v2_names(table))
@@ -75,6 +104,11 @@ class MemoryStore:
         self.commits_since_optimize = 0
         #: How long this store's last `optimize()` took (None: none yet).
         self.last_optimize_seconds: float | None = None
+
+    @property
+    def table(self) -> Any:
+        """The LanceDB table at its newest version (for the search component's LanceDB searches)."""
+        return self._table
 
     @property
     def _table(self) -> Any:
@@ -93,11 +127,17 @@ class MemoryStore:
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(
-        cls, path: Path | str, dim: int, embed_model: str, read_index_rows: int = DEFAULT_READ_INDEX_ROWS
+        cls,
+        path: Path | str,
+        dim: int,
+        embed_model: str,
+        read_index_rows: int = DEFAULT_READ_INDEX_ROWS,
+        build_read_index: BuildReadIndex | None = None,
     ) -> MemoryStore:
         """Open the store at `path`, creating it (and the directory) if it does not exist.
 
-        With `read_index_rows` > 0 and at most that many rows, the in-memory read index is built here for a
+        With `build_read_index` (the search component's, `search.engine.open_store`), `read_index_rows` > 0 and at
+        most that many rows, the in-memory read index is built here for a
         table of at most `OPEN_BUILD_ROWS` rows; a larger one's build is started by the first search, on a
         background thread (searches go to LanceDB until it is ready), so a starting server's first recall
         does not share the cores with a build of several seconds.
@@ -129,10 +169,10 @@ class MemoryStore:
             raise
         except Exception as exc:  # a damaged directory: say so in one line, with the way out
             raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
-        store = cls(path, table, dim, embed_model, read_index_rows)
+        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
         store._session = session
         store.ensure_indexes()
-        if read_index_rows > 0 and table.count_rows() <= OPEN_BUILD_ROWS:
+        if not store._index_off and table.count_rows() <= OPEN_BUILD_ROWS:
             store.wait_for_read_index()  # a small table's copy is made in ~0.1 s: every search then reads alike
         return store
 
@@ -154,11 +194,9 @@ class MemoryStore:
             if self._table.count_rows() > self.read_index_rows:
                 self._index_off = True
                 return
-            # NumPy-heavy: imported here, off the start-up path
-            from chronomem.storage.readindex import ReadIndex
-
             started = time.perf_counter()
-            index = ReadIndex.build(self._table, self.dim, SCAN_LIMIT, spill_dir=self.path)
+            assert self._build_index is not None  # the index is off without a builder
+            index = self._build_index(self._table, self.dim, SCAN_LIMIT, self.path)
             index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
             log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)
@@ -216,7 +254,7 @@ class MemoryStore:
             return None
         return index
 
-    def _answer(self, from_index: Callable[[ReadIndex], _Found | None], from_lance: Callable[[], _Found]) -> _Found:
+    def answer(self, from_index: Callable[[ReadIndex], _Found | None], from_lance: Callable[[], _Found]) -> _Found:
         """A search answered by the read index brought up to date, else by LanceDB: when there is no index, it
         cannot evaluate the filter, or it failed (an unreadable spill file, say: LanceDB answers from then on).
         A LanceDB answer then starts the index's build, if there is none yet (`_start_read_index`)."""
@@ -408,7 +446,7 @@ class MemoryStore:
         return rows[0] if rows else None
 
     def find(self, flt: Filter, limit: int = SCAN_LIMIT, with_vectors: bool = False) -> list[MemoryRecord]:
-        return self._answer(
+        return self.answer(
             lambda index: index.find(flt, limit, with_vectors), lambda: self._lance_find(flt, limit, with_vectors)
         )
 
@@ -424,93 +462,6 @@ class MemoryStore:
     def count(self, flt: Filter | None = None) -> int:
         sql = flt.sql() if flt else None
         return int(self._table.count_rows(sql) if sql else self._table.count_rows())
-
-    def vector_search(
-        self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
-    ) -> list[tuple[MemoryRecord, float]]:
-        """Nearest rows by cosine similarity among those passing `flt` (applied before the search)."""
-        return self._answer(
-            lambda index: index.vector_search(vector, flt, limit, with_vectors),
-            lambda: self._lance_vector_search(vector, flt, limit, with_vectors),
-        )
-
-    def _lance_vector_search(
-        self, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False
-    ) -> list[tuple[MemoryRecord, float]]:
-        columns = RESULT_COLUMNS + (["vector"] if with_vectors else [])
-        query = (
-            self._table.search(list(vector), vector_column_name="vector")
-            .distance_type("cosine")
-            .limit(limit)
-            .select(columns + ["_distance"])
-        )
-        sql = flt.sql()
-        if sql:
-            query = query.where(sql, prefilter=True)
-        out = []
-        for row in query.to_list():
-            distance = row.pop("_distance")
-            out.append((MemoryRecord.from_row(row), 1.0 - float(distance)))
-        out.sort(key=lambda pair: (-pair[1], pair[0].id))
-        return out
-
-    def hybrid_search(
-        self, vector: Sequence[float], text: str, flt: Filter, limit: int
-    ) -> tuple[list[tuple[MemoryRecord, float]], list[tuple[MemoryRecord, float]], dict[str, frozenset[str]] | None]:
-        """`vector_search` (with vectors) and `text_search` of one query over the same table version, and
-        from the read index, for each row found, the terms of `text` (`retrieval.terms`) its content holds
-        (None from LanceDB, and no entry past 64 query terms: the caller tokenizes those rows itself)."""
-        return self._answer(
-            lambda index: index.hybrid_search(vector, text, flt, limit),
-            lambda: (
-                self._lance_vector_search(vector, flt, limit, True),
-                self._lance_text_search(text, flt, limit),
-                None,
-            ),
-        )
-
-    def adjacent(
-        self, ids: Sequence[str], flt: Filter, gap: timedelta, min_cosine: float
-    ) -> dict[str, tuple[str, ...]]:
-        """For each chunk among `ids`, the ids of the chunks of its project written just before and after it,
-        when they pass `flt`, are within `gap` of it in valid and transaction time and alike in vector
-        (`ReadIndex.adjacent`). Row order is write order only in the read index: without one, nothing."""
-        return self._answer(lambda index: index.adjacent(ids, flt, gap, min_cosine), dict)
-
-    def text_search(
-        self, text: str, flt: Filter, limit: int, with_vectors: bool = False
-    ) -> list[tuple[MemoryRecord, float]]:
-        """Full-text (BM25) matches on `content` among rows passing `flt`.
-
-        The query is a plain match query, never parsed as query syntax, so any text is safe.
-        The read index scores with BM25 over `retrieval.terms`; LanceDB's index (the fallback) with its own tokenizer.
-        """
-        return self._answer(
-            lambda index: index.text_search(text, flt, limit, with_vectors),
-            lambda: self._lance_text_search(text, flt, limit, with_vectors),
-        )
-
-    def _lance_text_search(
-        self, text: str, flt: Filter, limit: int, with_vectors: bool = False
-    ) -> list[tuple[MemoryRecord, float]]:
-        from lancedb.query import MatchQuery
-
-        query = self._table.search(MatchQuery(text, "content"), query_type="fts").limit(limit)
-        sql = flt.sql()
-        if sql:
-            query = query.where(sql, prefilter=True)
-        query = query.select(RESULT_COLUMNS + (["vector"] if with_vectors else []) + ["_score"])
-        try:
-            rows = query.to_list()
-        except Exception as exc:  # an FTS query LanceDB cannot tokenize is no lexical evidence
-            log.debug("full-text search failed: %s", exc)
-            return []
-        out = []
-        for row in rows:
-            score = row.pop("_score")
-            out.append((MemoryRecord.from_row(row), float(score)))
-        out.sort(key=lambda pair: (-pair[1], pair[0].id))  # equal BM25 scores come back in varying order
-        return out
 
     def projects(self) -> dict[str, int]:
         """Row counts per project."""

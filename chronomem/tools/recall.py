@@ -29,10 +29,11 @@ from chronomem.marks import anchors_of
 from chronomem.project import GLOBAL
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.fusion import estimate_tokens
+from chronomem.retrieval.pipeline import Hit, SearchOutcome, demote_stale, hybrid_search, within_budget
 from chronomem.retrieval.rank import DEFAULT_CONFIG, NOTHING_IN_SLICE, QueryInfo
-from chronomem.retrieval.search import Hit, SearchOutcome, demote_stale, hybrid_search, within_budget
 from chronomem.retrieval.temporal import TimeReading, read_time
-from chronomem.retrieval.terms import without_name
+from chronomem.search.engine import Search
+from chronomem.search.terms import without_name
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
@@ -165,7 +166,7 @@ def _search(
     item = _item_maker(anchors, scored=True)
     room, cost = _budget(ask.budget, ask.count, subject, where, item, preface)
     outcome = hybrid_search(
-        svc.store, info, vector, flt, ask.count, room, cost=cost,
+        Search(svc.store, flt), info, vector, ask.count, room, cost=cost,
         adjust=anchors.demote if anchors is not None else None, slot_vectors=slot_matcher(svc).embed_phrases,
     )
     base = dict(query=ask.text, projects=ask.projects, at=iso(at) or "", known_at=iso(known_at) or "")
@@ -362,7 +363,7 @@ def recall_paths(
     if text and matched:
         reading = read_time(text, now)
         info = _query_info(svc, reading.text, reading.intent, projects)
-        found = hybrid_search(svc.store, info, svc.embed_one(info.text), flt.ids([r.id for r in matched]), len(matched))
+        found = hybrid_search(Search(svc.store, flt.ids([r.id for r in matched])), info, svc.embed_one(info.text), len(matched))
         ranked = found.hits
     by_recency = sorted(matched, key=lambda r: (r.valid_at, r.created_at, r.id), reverse=True)
     hits = _fold(ranked + [Hit(r, 0.0) for r in by_recency])

@@ -14,6 +14,7 @@ from chronomem.consolidate.upkeep import (
 )
 from chronomem.consolidate.watermark import ConsolidationState
 from chronomem.records import MemoryRecord, new_id
+from chronomem.search.engine import vector_search
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 
@@ -61,5 +62,5 @@ def test_vector_index_is_built_past_the_threshold_and_search_still_finds(svc: Me
     assert runner.step() is None, "no retraining until the table has grown 4x"
     target = rows[123]
     assert target.vector is not None
-    [(found, score)] = svc.store.vector_search(target.vector, Filter().projects(["proj"]), 1)
+    [(found, score)] = vector_search(svc.store, target.vector, Filter().projects(["proj"]), 1)
     assert found.id == target.id and score > 0.99

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from chronomem.records import UTC, MemoryRecord
-from chronomem.retrieval.candidates import Candidate
 from chronomem.retrieval.context import context_additions, context_bonus, missing_neighbours
 from chronomem.retrieval.rank import Ranked
+from chronomem.search.candidates import Candidate
 from chronomem.service import MemoryService
 from chronomem.tools import recall, remember
 

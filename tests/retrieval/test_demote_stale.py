@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from chronomem.records import UTC, MemoryRecord
-from chronomem.retrieval.search import Hit, demote_stale
+from chronomem.retrieval.pipeline import Hit, demote_stale
 
 T = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from chronomem.records import UTC, MemoryRecord, new_id
-from chronomem.retrieval.candidates import Candidate
+from chronomem.search.candidates import Candidate
 from chronomem.retrieval.rank import (
     QueryInfo,
     RankConfig,
@@ -21,7 +21,7 @@ from chronomem.retrieval.rank import (
     weighted_coverage,
 )
 from chronomem.retrieval.temporal import read_time
-from chronomem.retrieval.terms import terms
+from chronomem.search.terms import terms
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ import pytest
 
 from chronomem.records import UTC
 from chronomem.retrieval.temporal import read_time
-from chronomem.retrieval.terms import entities, fold, mentioned, named_things, terms
+from chronomem.search.terms import entities, fold, mentioned, named_things, terms
 
 NOW = datetime(2024, 8, 20, tzinfo=UTC)
 
@@ -110,7 +110,7 @@ def test_a_named_day_or_month_has_a_beginning(query: str, since: datetime) -> No
 
 
 def test_without_name_drops_the_project_name_and_nothing_else() -> None:
-    from chronomem.retrieval.terms import without_name
+    from chronomem.search.terms import without_name
 
     assert without_name("Which vault has Copperfield's prod database password?", "copperfield") == (
         "Which vault has prod database password?"

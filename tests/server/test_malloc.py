@@ -29,15 +29,16 @@ def test_an_explicit_malloc_arena_max_wins() -> None:
 BUILD = """
 import gc, random, sys, tempfile
 from chronomem.records import MemoryRecord, new_id, utcnow
+from chronomem.search.engine import open_store, text_search
 from chronomem.storage import Filter, MemoryStore
 rows = int(sys.argv[1])
 rng = random.Random(1)
 with tempfile.TemporaryDirectory() as tmp:
-    plain = MemoryStore.open(tmp, 8, "test", read_index_rows=0)
+    plain = open_store(tmp, 8, "test", read_index_rows=0)
     plain.add([MemoryRecord(id=new_id(), kind="chunk", project="p", content=f"note {i}", embed_model="test",
                             valid_at=utcnow(), created_at=utcnow(), vector=[rng.gauss(0, 1) for _ in range(8)]) for i in range(rows)])
-    store = MemoryStore.open(tmp, 8, "test", read_index_rows=100_000)
-    store.text_search("note", Filter(), 3)
+    store = open_store(tmp, 8, "test", read_index_rows=100_000)
+    text_search(store, "note", Filter(), 3)
     assert store.wait_for_read_index(120)
     print(gc.get_freeze_count() > 0)
 """

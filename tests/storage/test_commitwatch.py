@@ -5,9 +5,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from chronomem.search.engine import open_store, vector_search
 from chronomem.storage import Filter, MemoryStore
 from chronomem.storage.commitwatch import CommitWatch
-from tests.storage.test_readindex import DIM, make_rows, rand_vector
+from tests.search.test_readindex import DIM, make_rows, rand_vector
 
 
 def test_manifest_names_follow_both_layouts(tmp_path: Path) -> None:
@@ -34,7 +35,7 @@ def test_a_folder_that_cannot_be_read_means_moved(tmp_path: Path) -> None:
 
 
 def test_the_watch_reads_the_tables_real_manifests(tmp_path: Path) -> None:
-    store = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    store = open_store(tmp_path / "s", DIM, "test", read_index_rows=0)
     store.add(make_rows(random.Random(1), 3))
     assert store._commits.manifest(store._version).is_file()
     assert not store._commits.moved(store._version), "our own commit leaves nothing to reload"
@@ -42,25 +43,25 @@ def test_the_watch_reads_the_tables_real_manifests(tmp_path: Path) -> None:
 
 
 def test_another_process_commit_is_seen_by_the_next_read(tmp_path: Path) -> None:
-    indexed = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    indexed = open_store(tmp_path / "s", DIM, "test", read_index_rows=10_000)
     assert indexed.wait_for_read_index()
-    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    plain = open_store(tmp_path / "s", DIM, "test", read_index_rows=0)
     rng = random.Random(7)
     indexed.add(make_rows(rng, 20))
-    indexed.vector_search(rand_vector(rng), Filter(), 5)
+    vector_search(indexed, rand_vector(rng), Filter(), 5)
     assert not indexed._commits.moved(indexed._version)
     arrived = make_rows(rng, 3)
     plain.add(arrived)  # another process commits right after
     assert indexed._commits.moved(indexed._version)
-    found = {r.id for r, _ in indexed.vector_search(arrived[1].vector, Filter(), 5)}
+    found = {r.id for r, _ in vector_search(indexed, arrived[1].vector, Filter(), 5)}
     assert arrived[1].id in found
     assert indexed.read_index.version == plain._table.version
     assert indexed.count() == plain.count() == 23  # LanceDB's own answers see it too
 
 
 def test_writers_on_two_handles_take_turns_without_losing_rows(tmp_path: Path) -> None:
-    one = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
-    two = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    one = open_store(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    two = open_store(tmp_path / "s", DIM, "test", read_index_rows=0)
     rng = random.Random(3)
     written = []
     for turn in range(6):

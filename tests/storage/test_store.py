@@ -9,6 +9,7 @@ import pytest
 
 from chronomem.errors import StoreError
 from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.search.engine import text_search, vector_search
 from chronomem.storage import Filter, MemoryStore
 from chronomem.storage.schema import SCHEMA_VERSION
 
@@ -109,7 +110,7 @@ def test_projects_are_isolated(store: MemoryStore) -> None:
     store.add([a, b])
     now = T0 + timedelta(days=1)
     assert {r.id for r in store.find(Filter().projects(["a"]).live(now, now))} == {a.id}
-    hits = store.vector_search(vec(0), Filter().projects(["b"]).live(now, now), 10)
+    hits = vector_search(store, vec(0), Filter().projects(["b"]).live(now, now), 10)
     assert [r.id for r, _ in hits] == [b.id]
     assert store.projects() == {"a": 1, "b": 1}
 
@@ -132,7 +133,7 @@ def test_filter_injection_strings_are_literals(store: MemoryStore, evil: str) ->
     now = T0 + timedelta(days=1)
     found = store.find(Filter().projects([evil]).live(now, now))
     assert [r.id for r in found] == [mine.id]
-    assert store.text_search("secret", Filter().projects([evil]).live(now, now), 10) == []
+    assert text_search(store, "secret", Filter().projects([evil]).live(now, now), 10) == []
 
 
 def test_text_search_takes_any_text_and_respects_the_filter(store: MemoryStore) -> None:
@@ -141,14 +142,14 @@ def test_text_search_takes_any_text_and_respects_the_filter(store: MemoryStore) 
     store.add([a, b])
     now = T0 + timedelta(days=1)
     flt = Filter().projects(["p"]).live(now, now)
-    assert [r.id for r, _ in store.text_search("noxfile.py AND (", flt, 5)] == [a.id]
-    assert store.text_search("", flt, 5) == []
+    assert [r.id for r, _ in text_search(store, "noxfile.py AND (", flt, 5)] == [a.id]
+    assert text_search(store, "", flt, 5) == []
 
 
 def test_vector_search_scores_are_cosine(store: MemoryStore) -> None:
     store.add([rec("x", i=0), rec("y", i=1)])
     now = T0 + timedelta(days=1)
-    hits = store.vector_search(vec(0), Filter().live(now, now), 2)
+    hits = vector_search(store, vec(0), Filter().live(now, now), 2)
     assert hits[0][1] == pytest.approx(1.0)
     assert hits[1][1] == pytest.approx(0.0, abs=1e-6)
 

@@ -17,7 +17,7 @@ from chronomem.config import Settings
 from chronomem.errors import InvalidInput
 from chronomem.marks import anchors_of
 from chronomem.records import UTC
-from chronomem.retrieval.search import Hit, demote_stale
+from chronomem.retrieval.pipeline import Hit, demote_stale
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.tools import as_of, forget, history, recall, remember

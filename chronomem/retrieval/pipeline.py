@@ -1,5 +1,6 @@
-"""Hybrid search over one time slice: gather candidates, check what the query names, rank, add the best
-chunks' context (retrieval/context.py) and the second hop (bridge.py), adjust, budget.
+"""The read path's ranking over one time slice: ask the search component (a `Searcher`) for candidates,
+check what the query names, rank, add the best chunks' context (context.py) and the second hop
+(bridge.py), adjust, budget. Every row comes through the `Searcher`; nothing here reads storage.
 
 The optional `adjust` step sees the ranked hits before `limit` and the token budget apply; recall
 uses it to demote memories whose anchored files changed (`demote_stale`, pure).
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from chronomem.facts import EXTRACTED_SOURCES, slot_phrase
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.bridge import BRIDGE_POSITION, bridge_search, placed
-from chronomem.retrieval.candidates import Candidate, cosine, gather
+from chronomem.search.candidates import Candidate, Searcher, cosine
 from chronomem.retrieval.context import (
     CONTEXT_GAP,
     context_additions,
@@ -29,8 +30,6 @@ from chronomem.retrieval.rank import (
     query_names,
     rank,
 )
-from chronomem.retrieval.terms import mentioned
-from chronomem.storage import Filter, MemoryStore
 
 #: Embeds short phrases, cached: `SlotMatcher.embed_phrases`.
 PhraseVectors = Callable[[Sequence[str]], dict[str, list[float]]]
@@ -60,10 +59,9 @@ class SearchOutcome:
 
 
 def hybrid_search(
-    store: MemoryStore,
+    searcher: Searcher,
     query: QueryInfo,
     query_vector: Sequence[float],
-    flt: Filter,
     limit: int,
     budget_tokens: int | None = None,
     config: RankConfig = DEFAULT_CONFIG,
@@ -71,14 +69,14 @@ def hybrid_search(
     adjust: Callable[[list[Hit]], list[Hit]] | None = None,
     slot_vectors: PhraseVectors | None = None,
 ) -> SearchOutcome:
-    """Rank rows passing `flt` for the query; abstain when nothing relevant is stored.
+    """Rank the searcher's rows for the query; abstain when nothing relevant is stored.
 
     `cost` is what one hit spends of `budget_tokens` (default: the estimate of its text);
     recall passes the estimate of the line it renders, so the whole answer fits.
     `adjust`, when given, may rescore and reorder the ranked hits before `limit` and the budget apply.
     `slot_vectors`, when given, embeds slot phrases (cached) so stated facts rank by their slot's meaning too.
     """
-    hits, reason = ranked_hits(store, query, query_vector, flt, config, slot_vectors)
+    hits, reason = ranked_hits(searcher, query, query_vector, config, slot_vectors)
     if reason is not None:
         return SearchOutcome([], True, 0, False, reason)
     if adjust is not None:
@@ -87,25 +85,24 @@ def hybrid_search(
 
 
 def ranked_hits(
-    store: MemoryStore,
+    searcher: Searcher,
     query: QueryInfo,
     query_vector: Sequence[float],
-    flt: Filter,
     config: RankConfig = DEFAULT_CONFIG,
     slot_vectors: PhraseVectors | None = None,
 ) -> tuple[list[Hit], str | None]:
     """The read path up to its adjust step: gather, slot meaning, neighbours, the names gate, rank, context,
     second hop — each signal as `config` sets it. Returns the hits best first, or no hits and why it abstained
     (never with `config.abstain` off: the ablation's rankers)."""
-    pool = gather(store, query.text, query_vector, flt)
+    pool = searcher.candidates(query.text, query_vector)
     if slot_vectors is not None and config.slot_sense_weight:
         attach_slot_cosines(pool, query_vector, slot_vectors, (*query.project_names, *query.other_project_names))
-    adjacent = attach_adjacent(store, pool, flt, config)
+    adjacent = attach_adjacent(searcher, pool, config)
     if config.abstain:
         names = query_names(query)
         unmatched = missing_from(names, pool)
         if unmatched:
-            absent = _confirm_absent(store, unmatched[:MAX_ENTITY_CHECKS], names, flt)
+            absent = searcher.absent(unmatched[:MAX_ENTITY_CHECKS], names)
             query.missing_entities = tuple(never_mentioned(names, absent))
     ranking = rank(query, pool, config)
     if ranking.abstained:
@@ -114,9 +111,9 @@ def ranked_hits(
         Hit(r.candidate.record, r.score, r.channels, r.candidate.dense, r.candidate.lexical) for r in ranking.items
     ]
     if config.context_share and adjacent:
-        hits = with_context(store, hits, adjacent, config)
+        hits = with_context(searcher, hits, adjacent, config)
     if config.second_hop:
-        hits = _second_hop(store, query, hits, flt)
+        hits = _second_hop(searcher, query, hits)
     return hits, None
 
 
@@ -147,21 +144,19 @@ def attach_slot_cosines(
         c.slot_cosine = cosine(query_vector, embedded[phrases[id(c)]])
 
 
-def attach_adjacent(
-    store: MemoryStore, pool: list[Candidate], flt: Filter, config: RankConfig
-) -> dict[str, tuple[str, ...]]:
+def attach_adjacent(searcher: Searcher, pool: list[Candidate], config: RankConfig) -> dict[str, tuple[str, ...]]:
     """The conversational neighbours of the pool's chunks (retrieval/context.py), also set on each candidate."""
     if not (config.context_weight or config.context_share):
         return {}
     chunks = [c.record.id for c in pool if c.record.kind == "chunk"]
-    adjacent = store.adjacent(chunks, flt, CONTEXT_GAP, config.context_cosine) if chunks else {}
+    adjacent = searcher.adjacent(chunks, CONTEXT_GAP, config.context_cosine) if chunks else {}
     for candidate in pool:
         candidate.adjacent = adjacent.get(candidate.record.id, ())
     return adjacent
 
 
 def with_context(
-    store: MemoryStore, hits: list[Hit], adjacent: dict[str, tuple[str, ...]], config: RankConfig
+    searcher: Searcher, hits: list[Hit], adjacent: dict[str, tuple[str, ...]], config: RankConfig
 ) -> list[Hit]:
     """`hits` with the neighbours of the first chunks that the pool missed, each below its chunk."""
     missing = missing_neighbours(
@@ -171,7 +166,7 @@ def with_context(
     missing = [(source, n) for source, n in missing if n not in sources]
     if not missing:
         return hits
-    records = {r.id: r for r in store.find(Filter().ids([n for _, n in missing]), limit=len(missing))}
+    records = searcher.records([n for _, n in missing])
     score = {h.record.id: h.score for h in hits}
     additions = [
         (source, Hit(records[n], score[source] * config.context_share, ["context"]))
@@ -181,9 +176,9 @@ def with_context(
     return context_additions(hits, additions, lambda h: h.record.id, lambda h: h.score)
 
 
-def _second_hop(store: MemoryStore, query: QueryInfo, hits: list[Hit], flt: Filter) -> list[Hit]:
+def _second_hop(searcher: Searcher, query: QueryInfo, hits: list[Hit]) -> list[Hit]:
     """`hits` with the memory the best one points to among the first five (bridge.py), when there is one."""
-    found = bridge_search(store, query, [h.record for h in hits], flt)
+    found = bridge_search(searcher, query, [h.record for h in hits])
     if found is None:
         return hits
     earlier = next((h for h in hits if h.record.id == found.record.id), None)
@@ -217,16 +212,6 @@ def demote_stale(hits: Sequence[Hit], stale: Collection[str], penalty: float = D
         if j < len(fresh):
             out.append(fresh[j])
     return out
-
-
-def _confirm_absent(store: MemoryStore, unmatched: list[str], names: dict[str, bool], flt: Filter) -> list[str]:
-    """The `unmatched` names that a full-text search of the whole slice for the name does not find mentioned."""
-    absent = []
-    for name in unmatched:
-        found = store.text_search(name, flt, 10)
-        if not any(mentioned(name, record.content.lower(), names[name]) for record, _ in found):
-            absent.append(name)
-    return absent
 
 
 def within_budget(

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chronomem.storage import densematrix
-from chronomem.storage.densematrix import DenseMatrix
+from chronomem.search import densematrix
+from chronomem.search.densematrix import DenseMatrix
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:

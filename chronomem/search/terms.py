@@ -1,4 +1,5 @@
-"""Words of a query or memory as retrieval sees them: code-aware terms and named entities.
+"""The tokenizer: words of a query or memory as the lexical channel indexes them and ranking reads them —
+code-aware terms and named entities.
 
 `terms` keeps identifiers whole *and* split (`ERR_LEDGER_TIMEOUT` → `err_ledger_timeout`,
 `err`, `ledger`, `timeout`; `src/auth/` → `src/auth`, `src`, `auth`; `parseHTTPDate` →

@@ -15,8 +15,10 @@ import pytest
 from chronomem.config import DEFAULT_READ_INDEX_ROWS, Settings
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.retrieval.rank import term_set
-from chronomem.retrieval.terms import terms
-from chronomem.storage import Filter, MemoryStore, readindex
+from chronomem.search import readindex
+from chronomem.search.engine import Search, hybrid_search, open_store, text_search, vector_search
+from chronomem.search.terms import terms
+from chronomem.storage import Filter, MemoryStore
 from chronomem.storage.store import LANCE_CACHE_BEHIND_INDEX, OPEN_BUILD_ROWS
 
 DIM = 16
@@ -54,9 +56,9 @@ def make_rows(rng: random.Random, n: int) -> list[MemoryRecord]:
 
 @pytest.fixture
 def pair(tmp_path: Path) -> tuple[MemoryStore, MemoryStore]:
-    indexed = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    indexed = open_store(tmp_path / "s", DIM, "test", read_index_rows=10_000)
     assert indexed.wait_for_read_index()
-    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    plain = open_store(tmp_path / "s", DIM, "test", read_index_rows=0)
     return indexed, plain
 
 
@@ -92,8 +94,8 @@ def test_vector_search_equals_lancedb_under_every_filter(pair: tuple[MemoryStore
     for flt in filters():
         for _ in range(3):
             query = rand_vector(rng)
-            mine = indexed.vector_search(query, flt, 15, with_vectors=True)
-            truth = plain.vector_search(query, flt, 15)
+            mine = vector_search(indexed, query, flt, 15, with_vectors=True)
+            truth = vector_search(plain, query, flt, 15)
             assert ids(mine) == ids(truth), flt.sql()
             assert [s for _, s in mine] == pytest.approx([s for _, s in truth], abs=1e-4)
             assert all(r.vector is not None and len(r.vector) == DIM for r, _ in mine)
@@ -112,9 +114,9 @@ def test_text_search_matches_identifiers_whole_and_split_within_the_filter(pair:
     indexed.add([code, other, noise])
     alpha = Filter().projects(["alpha"])
     for query in ("ledger timeout", "err_ledger_timeout", "ERR_LEDGER_TIMEOUT", "http date parsing"):
-        assert ids(indexed.text_search(query, alpha, 10)) == [code.id], query
-    assert indexed.text_search("postgres", alpha, 10) == []
-    assert indexed.text_search("the of and", alpha, 10) == []  # stop words only: no lexical evidence
+        assert ids(text_search(indexed, query, alpha, 10)) == [code.id], query
+    assert text_search(indexed, "postgres", alpha, 10) == []
+    assert text_search(indexed, "the of and", alpha, 10) == []  # stop words only: no lexical evidence
 
 
 def test_text_search_ranks_by_bm25(pair: tuple[MemoryStore, MemoryStore]) -> None:
@@ -127,10 +129,10 @@ def test_text_search_ranks_by_bm25(pair: tuple[MemoryStore, MemoryStore]) -> Non
         + [f"unrelated note {i} about api" for i in range(20)]
     ]
     indexed.add(rows)
-    found = indexed.text_search("redis", Filter(), 10)
+    found = text_search(indexed, "redis", Filter(), 10)
     assert ids(found) == [rows[1].id, rows[0].id]  # more occurrences first
     assert found[0][1] > found[1][1] > 0
-    rare = indexed.text_search("postgres api", Filter(), 3)
+    rare = text_search(indexed, "postgres api", Filter(), 3)
     assert ids(rare)[0] == rows[2].id  # both terms, one of them rare
 
 
@@ -145,9 +147,9 @@ def test_a_fact_counts_each_of_its_words_once(pair: tuple[MemoryStore, MemorySto
     ]
     chunks = [f.copy(id=new_id(), kind="chunk") for f in facts]
     indexed.add([*facts, *chunks, *(c.copy(id=new_id(), content=f"filler note {i}") for i, c in enumerate(chunks * 5))])
-    on_facts = indexed.text_search("notifications", Filter().kinds(["fact"]), 10)
+    on_facts = text_search(indexed, "notifications", Filter().kinds(["fact"]), 10)
     assert set(ids(on_facts)) == {f.id for f in facts} and on_facts[0][1] == pytest.approx(on_facts[1][1], rel=0.2)
-    on_chunks = indexed.text_search("notifications", Filter().kinds(["chunk"]), 10)
+    on_chunks = text_search(indexed, "notifications", Filter().kinds(["chunk"]), 10)
     assert ids(on_chunks)[0] == chunks[0].id and on_chunks[0][1] > on_chunks[1][1] * 1.2  # a chunk's repeats count
 
 
@@ -163,16 +165,16 @@ def test_hybrid_search_tells_which_query_terms_each_row_found_contains(pair: tup
     told = 0
     for query in queries:
         for flt in (Filter(), Filter().projects(["alpha"]), Filter().live(mid, mid)):
-            dense, lexical, contains = indexed.hybrid_search(rand_vector(rng), query, flt, 20)
+            dense, lexical, contains = hybrid_search(indexed, rand_vector(rng), query, flt, 20)
             asked = set(terms(query))
             assert contains is not None and set(contains) == {r.id for r, _ in (*dense, *lexical)}
             for record, _ in (*dense, *lexical):
                 assert contains[record.id] == asked & term_set(record.content), (query, record.content)
                 told += len(contains[record.id])
     assert told > 50
-    assert plain.hybrid_search(rand_vector(rng), queries[0], Filter(), 5)[2] is None  # LanceDB: the ranker tokenizes
+    assert hybrid_search(plain, rand_vector(rng), queries[0], Filter(), 5)[2] is None  # LanceDB: the ranker tokenizes
     many = " ".join(f"word{i}" for i in range(70))
-    assert indexed.hybrid_search(rand_vector(rng), many, Filter(), 5)[2] == {}  # past 64 terms: not told
+    assert hybrid_search(indexed, rand_vector(rng), many, Filter(), 5)[2] == {}  # past 64 terms: not told
 
 
 def test_own_writes_apply_at_once_and_expiry_leaves_the_live_slice(pair: tuple[MemoryStore, MemoryStore]) -> None:
@@ -182,17 +184,17 @@ def test_own_writes_apply_at_once_and_expiry_leaves_the_live_slice(pair: tuple[M
     indexed.add([row])
     now = T0 + timedelta(days=100)
     live = Filter().live(now, now).projects(["alpha"])
-    [(found, _)] = indexed.vector_search(row.vector, live, 5)
+    [(found, _)] = vector_search(indexed, row.vector, live, 5)
     assert found.id == row.id
     found.content, found.tags = "changed by a caller", found.tags + ["x"]  # callers get their own copies
-    [(again, _)] = indexed.vector_search(row.vector, live, 5)
+    [(again, _)] = vector_search(indexed, row.vector, live, 5)
     assert again.content == row.content and again.tags == row.tags
     indexed.upsert([MemoryStore.expired(row, now=now - timedelta(days=1), reason="test")])
     assert indexed.read_index.version == indexed._table.version
-    assert indexed.vector_search(row.vector, live, 5) == []
-    gone = indexed.vector_search(row.vector, Filter().projects(["alpha"]), 5)
+    assert vector_search(indexed, row.vector, live, 5) == []
+    gone = vector_search(indexed, row.vector, Filter().projects(["alpha"]), 5)
     assert gone[0][0].reason == "test" and gone[0][0].expired_at == now - timedelta(days=1)
-    assert ids(plain.vector_search(row.vector, live, 5)) == []
+    assert ids(vector_search(plain, row.vector, live, 5)) == []
 
 
 def test_another_process_writes_are_caught_up(pair: tuple[MemoryStore, MemoryStore]) -> None:
@@ -208,13 +210,13 @@ def test_another_process_writes_are_caught_up(pair: tuple[MemoryStore, MemorySto
     plain.upsert([arrived[0].copy(salience=7.5)])
     for flt in filters():
         query = rand_vector(rng)
-        assert ids(indexed.vector_search(query, flt, 20)) == ids(plain.vector_search(query, flt, 20)), flt.sql()
+        assert ids(vector_search(indexed, query, flt, 20)) == ids(vector_search(plain, query, flt, 20)), flt.sql()
     assert indexed.read_index.version == plain._table.version > version
-    [(salient, _)] = indexed.vector_search(arrived[0].vector, Filter().ids([arrived[0].id]), 1)
+    [(salient, _)] = vector_search(indexed, arrived[0].vector, Filter().ids([arrived[0].id]), 1)
     assert salient.salience == pytest.approx(7.5)
     plain.optimize()
     query = rand_vector(rng)
-    assert ids(indexed.vector_search(query, Filter(), 20)) == ids(plain.vector_search(query, Filter(), 20))
+    assert ids(vector_search(indexed, query, Filter(), 20)) == ids(vector_search(plain, query, Filter(), 20))
 
 
 def test_other_changes_to_a_row_and_a_purge_are_seen(pair: tuple[MemoryStore, MemoryStore]) -> None:
@@ -225,12 +227,12 @@ def test_other_changes_to_a_row_and_a_purge_are_seen(pair: tuple[MemoryStore, Me
     rows = make_rows(rng, 20)
     indexed.add(rows)
     plain.upsert([rows[1].copy(tags=["cm:conflict:x"], reason="conflict noted")])
-    [(got, _)] = indexed.vector_search(rows[1].vector, Filter().ids([rows[1].id]), 1)
+    [(got, _)] = vector_search(indexed, rows[1].vector, Filter().ids([rows[1].id]), 1)
     assert got.tags == ["cm:conflict:x"] and got.reason == "conflict noted"
     erase(plain, PurgePlan(rows=[rows[0]], scrub_reasons=[]))
-    assert indexed.vector_search(rows[0].vector, Filter().ids([rows[0].id]), 1) == []
+    assert vector_search(indexed, rows[0].vector, Filter().ids([rows[0].id]), 1) == []
     query = rand_vector(rng)
-    assert ids(indexed.vector_search(query, Filter(), 30)) == ids(plain.vector_search(query, Filter(), 30))
+    assert ids(vector_search(indexed, query, Filter(), 30)) == ids(vector_search(plain, query, Filter(), 30))
     assert indexed.read_index.rows == 19
 
 
@@ -241,11 +243,11 @@ def test_filters_it_cannot_evaluate_go_to_lancedb(pair: tuple[MemoryStore, Memor
     indexed.add([fact] + make_rows(rng, 20))
     slot = Filter().slot("api", "port")
     assert indexed.read_index.mask(slot) is None
-    assert ids(indexed.vector_search(fact.vector, slot, 5)) == [fact.id] == ids(plain.vector_search(fact.vector, slot, 5))
+    assert ids(vector_search(indexed, fact.vector, slot, 5)) == [fact.id] == ids(vector_search(plain, fact.vector, slot, 5))
 
 
 def test_a_table_that_outgrows_the_index_is_searched_by_lancedb(tmp_path: Path) -> None:
-    small = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10)
+    small = open_store(tmp_path / "s", DIM, "test", read_index_rows=10)
     assert small.wait_for_read_index()
     rng = random.Random(6)
     rows = make_rows(rng, 25)
@@ -254,12 +256,12 @@ def test_a_table_that_outgrows_the_index_is_searched_by_lancedb(tmp_path: Path) 
     small.add(rows[8:])
     assert small.read_index is None  # dropped before it copied rows beyond its limit
     query = rows[3].vector
-    found = small.vector_search(query, Filter(), 1)
+    found = vector_search(small, query, Filter(), 1)
     assert ids(found) == [rows[3].id]
     assert small.read_index is None
-    reopened = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10)
+    reopened = open_store(tmp_path / "s", DIM, "test", read_index_rows=10)
     assert not reopened.wait_for_read_index()  # too big to build: LanceDB answers
-    assert ids(reopened.vector_search(query, Filter(), 1)) == [rows[3].id]
+    assert ids(vector_search(reopened, query, Filter(), 1)) == [rows[3].id]
 
 
 def test_folding_changed_rows_and_postings_keeps_answers(pair: tuple[MemoryStore, MemoryStore], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -275,13 +277,13 @@ def test_folding_changed_rows_and_postings_keeps_answers(pair: tuple[MemoryStore
     indexed.upsert([r.copy(salience=2.0 + i, reason=f"r{i}") for i, r in enumerate(rows[:12])])
     assert not indexed.read_index._overrides or len(indexed.read_index._overrides) <= 5
     for r in rows[:12:3]:
-        [(got, _)] = indexed.vector_search(r.vector, Filter().ids([r.id]), 1)
+        [(got, _)] = vector_search(indexed, r.vector, Filter().ids([r.id]), 1)
         assert got.reason == next(x.reason for x in plain.find(Filter().ids([r.id])))
     for _ in range(3):
         query = rand_vector(rng)
-        assert ids(indexed.vector_search(query, Filter(), 12)) == ids(plain.vector_search(query, Filter(), 12))
+        assert ids(vector_search(indexed, query, Filter(), 12)) == ids(vector_search(plain, query, Filter(), 12))
     for word in WORDS:
-        assert set(ids(indexed.text_search(word, Filter(), 100))) == {r.id for r in rows if word in r.content.split()}
+        assert set(ids(text_search(indexed, word, Filter(), 100))) == {r.id for r in rows if word in r.content.split()}
 
 
 def test_settings_read_index_rows() -> None:
@@ -296,19 +298,19 @@ def test_a_built_index_and_later_writes_search_alike(tmp_path: Path, monkeypatch
     """A build reads the table in batches whose postings go straight into the sorted block (a small
     last batch and later writes go to the tail): a term's matches are the same wherever they live."""
     monkeypatch.setattr(readindex, "BUILD_BATCH", 1100)  # batches of 1100, 1100, 200
-    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    plain = open_store(tmp_path / "s", DIM, "test", read_index_rows=0)
     rng = random.Random(10)
     rows = make_rows(rng, 2500)
     plain.add(rows[:2400])
-    indexed = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    indexed = open_store(tmp_path / "s", DIM, "test", read_index_rows=10_000)
     assert indexed.wait_for_read_index()
     for start in range(2400, 2500, 20):
         indexed.add(rows[start : start + 20])
     for word in WORDS:
         expected = {r.id for r in rows if word in r.content.split()}
-        assert set(ids(indexed.text_search(word, Filter(), 2500))) == expected, word
+        assert set(ids(text_search(indexed, word, Filter(), 2500))) == expected, word
     query = rand_vector(rng)
-    assert ids(indexed.vector_search(query, Filter(), 25)) == ids(plain.vector_search(query, Filter(), 25))
+    assert ids(vector_search(indexed, query, Filter(), 25)) == ids(vector_search(plain, query, Filter(), 25))
 
 
 def test_a_failed_build_leaves_lancedb_answering_without_retrying(
@@ -321,11 +323,11 @@ def test_a_failed_build_leaves_lancedb_answering_without_retrying(
         raise OSError("disk went away")
 
     monkeypatch.setattr(readindex.ReadIndex, "build", broken)
-    store = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=1_000)  # small: built (and failing) at open
+    store = open_store(tmp_path / "s", DIM, "test", read_index_rows=1_000)  # small: built (and failing) at open
     rows = make_rows(random.Random(11), 10)
     store.add(rows)
     assert not store.wait_for_read_index()
-    assert ids(store.vector_search(rows[2].vector, Filter().ids([rows[2].id]), 1)) == [rows[2].id]
+    assert ids(vector_search(store, rows[2].vector, Filter().ids([rows[2].id]), 1)) == [rows[2].id]
     assert not store.wait_for_read_index()
     assert len(attempts) == 1
     said = [r for r in caplog.records if r.levelname == "WARNING" and "read index could not be built" in r.getMessage()]
@@ -335,21 +337,21 @@ def test_a_failed_build_leaves_lancedb_answering_without_retrying(
 def test_once_the_index_answers_lancedb_keeps_only_a_small_cache(tmp_path: Path) -> None:
     """A table too big to be copied at open is searched by LanceDB first (its index caches fill); once the
     copy is built the table is reopened on a session with a small index cache, and everything still works."""
-    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
+    plain = open_store(tmp_path / "s", DIM, "test", read_index_rows=0)
     rng = random.Random(12)
     rows = make_rows(rng, OPEN_BUILD_ROWS + 100)
     plain.add(rows)
-    indexed = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    indexed = open_store(tmp_path / "s", DIM, "test", read_index_rows=10_000)
     assert indexed.read_index is None
     first_session = indexed._session
     query = rand_vector(rng)
-    assert ids(indexed.vector_search(query, Filter(), 10)) == ids(plain.vector_search(query, Filter(), 10))
+    assert ids(vector_search(indexed, query, Filter(), 10)) == ids(vector_search(plain, query, Filter(), 10))
     assert indexed.wait_for_read_index()
     assert indexed._session is not first_session
     fact = rows[0].copy(id=new_id(), kind="fact", subject="api", predicate="port", object="8080", expired_at=None)
     indexed.add([fact])
     slot = Filter().slot("api", "port")  # LanceDB answers this one, on the reopened table
-    assert ids(indexed.vector_search(fact.vector, slot, 5)) == [fact.id]
+    assert ids(vector_search(indexed, fact.vector, slot, 5)) == [fact.id]
     assert indexed._session.size_bytes <= LANCE_CACHE_BEHIND_INDEX
 
 
@@ -360,7 +362,7 @@ def test_a_search_the_index_fails_is_answered_by_lancedb(pair: tuple[MemoryStore
     indexed.add(rows)
     indexed.read_index._dense._file.close()  # the spilled float32 rows can no longer be read
     query = rand_vector(rng)
-    assert ids(indexed.vector_search(query, Filter(), 10)) == ids(plain.vector_search(query, Filter(), 10))
+    assert ids(vector_search(indexed, query, Filter(), 10)) == ids(vector_search(plain, query, Filter(), 10))
     assert indexed.read_index is None
     assert not indexed.wait_for_read_index(), "no rebuild loop: LanceDB answers from now on"
 
@@ -386,14 +388,14 @@ def test_a_live_slice_kept_for_later_moments_is_right_at_every_moment_and_after_
         if step == 24 * 50:  # a write between two moments is seen at once
             indexed.add(rows[200:])
             query = rows[250].vector
-            assert ids(indexed.vector_search(query, flt, 10)) == ids(plain.vector_search(query, flt, 10))
+            assert ids(vector_search(indexed, query, flt, 10)) == ids(vector_search(plain, query, flt, 10))
     assert reused > 0  # the span between two rows' times was used
     with pytest.raises(ValueError):
         keep[0] = not keep[0]  # callers cannot change a kept mask
 
 
 def test_adjacent_chunks_are_the_nearest_of_the_same_project_close_in_time_and_alike(tmp_path: Path) -> None:
-    store = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=10_000)
+    store = open_store(tmp_path / "s", DIM, "test", read_index_rows=10_000)
     assert store.wait_for_read_index()
     base = [1.0] + [0.0] * (DIM - 1)
     alike = [0.9, 0.3] + [0.0] * (DIM - 2)
@@ -420,11 +422,11 @@ def test_adjacent_chunks_are_the_nearest_of_the_same_project_close_in_time_and_a
     now = T0 + timedelta(days=1)
     flt = Filter().live(now, now)
     ids = [r.id for r in (first, fact, other, second, third, late, last)]
-    found = store.adjacent(ids, flt, timedelta(hours=1), 0.4)
+    found = Search(store, flt).adjacent(ids, timedelta(hours=1), 0.4)
     assert found == {first.id: (second.id,), second.id: (first.id,)}
-    assert store.adjacent(ids, Filter().live(now, now).projects(["beta"]), timedelta(hours=1), 0.4) == {}
-    everything = store.adjacent(ids, Filter(), timedelta(hours=1), 0.4)
+    assert Search(store, Filter().live(now, now).projects(["beta"])).adjacent(ids, timedelta(hours=1), 0.4) == {}
+    everything = Search(store, Filter()).adjacent(ids, timedelta(hours=1), 0.4)
     assert everything[last.id] == (gone.id,)  # in a slice that holds it, the expired chunk is the neighbour
     assert everything[late.id] == (gone.id,)
-    plain = MemoryStore.open(tmp_path / "s", DIM, "test", read_index_rows=0)
-    assert plain.adjacent(ids, flt, timedelta(hours=1), 0.4) == {}  # row order is known to the read index only
+    plain = open_store(tmp_path / "s", DIM, "test", read_index_rows=0)
+    assert Search(plain, flt).adjacent(ids, timedelta(hours=1), 0.4) == {}  # row order is known to the read index only

@@ -5,7 +5,7 @@ search and the filtered full-text search, ~50 ms at 100k rows, each re-reading t
 this copy answers both in a few milliseconds: the filter columns as NumPy arrays, the normalised
 vectors as a `DenseMatrix` (int8 codes in memory, float32 rows spilled to an unnamed file in the store
 directory; its top-k is exact up to 50k rows, above that taken from a shortlist that keeps 99.7% of it), an
-inverted index of the content's terms scored with BM25 (`retrieval.terms`, so code identifiers,
+inverted index of the content's terms scored with BM25 (`terms.py`, so code identifiers,
 paths and camelCase are matched whole and split), and the result columns as one Arrow table.
 
 Kept in step with the table's version, never trusted blindly:
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from chronomem.records import UTC, MemoryRecord
-from chronomem.storage.densematrix import DenseMatrix, resized, top_rows
+from chronomem.search.densematrix import DenseMatrix, resized, top_rows
 from chronomem.storage.filters import Filter, micros
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ SYNC_COLUMNS = ["id", *_TIMES, "salience", *_OBJECT_COLUMNS]
 
 
 def _terms(text: str) -> list[str]:
-    from chronomem.retrieval.terms import terms
+    from chronomem.search.terms import terms
 
     return terms(text)
 
