@@ -12,6 +12,7 @@ nothing on the subject.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Any
 
@@ -27,7 +28,8 @@ STOP_WORDS = frozenset(
     one""".split()
 )
 
-_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[_\-./:#@+][A-Za-z0-9]+)*")
+#: A word of any script (Unicode letters and digits), or identifiers joined by `_-./:#@+`.
+_TOKEN = re.compile(r"[^\W_]+(?:[_\-./:#@+][^\W_]+)*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SPLIT = re.compile(r"[_\-./:#@+]+")
 
@@ -41,36 +43,55 @@ def _stemmer() -> Any:
 
 @lru_cache(maxsize=65536)
 def fold(word: str) -> str:
-    """Stem plain words so `ports`/`port` and `pinned`/`pin` meet; identifiers are left alone.
+    """Stem plain English words so `ports`/`port` and `pinned`/`pin` meet; identifiers and words of other
+    scripts are left alone (the stemmer is English's).
 
     The stemmer keeps agent nouns whole (`owner`, `server`, `worker`); their `-er` goes too, so
     "who is the owner" meets "Infra owns it" and "served by" meets "server" (stems under five
     letters keep it: `user`, `over`).
     """
-    if not word.isalpha():
+    if not word.isalpha() or not word.isascii():
         return word
     stem = str(_stemmer().stemWord(word))
     return stem[:-2] if len(stem) >= 5 and stem.endswith("er") else stem
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased, folded terms with identifiers both whole and split; stop words dropped."""
+    """Case-folded, stemmed (English) terms with identifiers both whole and split; stop words dropped.
+
+    Every script is read: words are Unicode letters and digits, case-folded, without diacritics (Arabic's
+    short vowels, Hebrew's points, accents: `café` meets `cafe`); a single letter counts only outside ASCII
+    (a CJK word written alone)."""
+    if not text.isascii():
+        text = _without_marks(text)
     out: list[str] = []
     for raw in _TOKEN.findall(text):
         if raw.isalnum():
             tail = raw[1:]
             if tail == tail.lower():  # a plain word or number (most tokens): one piece, nothing to split
-                piece = raw.lower()
-                if piece not in STOP_WORDS and (len(piece) > 1 or piece.isdigit()):
+                piece = raw.casefold()
+                if piece not in STOP_WORDS and _kept(piece):
                     out.append(fold(piece))
                 continue
             pieces = [raw, *_CAMEL.findall(raw)]
         else:
             pieces = [raw, *(p for p in _SPLIT.split(raw) if p)]
-        for piece in dict.fromkeys(p.lower() for p in pieces):
-            if piece not in STOP_WORDS and (len(piece) > 1 or piece.isdigit()):
+        for piece in dict.fromkeys(p.casefold() for p in pieces):
+            if piece not in STOP_WORDS and _kept(piece):
                 out.append(fold(piece))
     return out
+
+
+def _kept(piece: str) -> bool:
+    return len(piece) > 1 or piece.isdigit() or not piece.isascii()
+
+
+def _without_marks(text: str) -> str:
+    """`text` without its marks (Unicode category M: accents, Arabic's harakat, Hebrew's points, Indic vowel
+    signs), recomposed. A regular expression's \\w does not match a mark, so a word with one inside would be
+    cut in two; without them the word stays whole, on the query's side as on the memory's."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.category(c).startswith("M")))
 
 
 _ENTITY = re.compile(r"`([^`]{2,80})`|([A-Za-z0-9]+(?:[_\-./:#@+][A-Za-z0-9]+)+/?)|\b([A-Za-z]*[A-Z][A-Za-z0-9]*)\b")
