@@ -161,10 +161,15 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
     async def remember(
         content: Annotated[str | None, Field(description="The statement to keep, verbatim.")] = None,
         facts: Annotated[
-            list[FactInput] | None,
+            # each item is checked on its own (tools.remember.parse_facts): a malformed fact is refused and
+            # reported, and the note is stored all the same
+            list[FactInput | dict[str, Any]] | None,
             Field(
-                description="Optional structured facts stated by the content. A fact on the same "
-                "(subject, predicate) with a different object invalidates the older one."
+                description="Structured facts the content states, one per value that may change later: "
+                "subject (what it is about), predicate (which attribute), object (its value now), e.g. "
+                '{"subject": "billing-api", "predicate": "port", "object": "8080"}. A fact on the same '
+                "(subject, predicate) with a different object invalidates the older one. A malformed fact is "
+                "refused and listed in `refused_facts`; the note is stored all the same."
             ),
         ] = None,
         valid_from: Annotated[
