@@ -10,6 +10,7 @@ from pathlib import Path
 
 from chronomem.consolidate.upkeep import UPKEEP_MIN_UNINDEXED
 from eval.bench_latency import Config, Corpus, parse_size, run
+from tests.conftest import shared_dir
 
 CALLS = 3
 TOOLS = ("recall", "as_of", "remember")
@@ -27,7 +28,7 @@ def test_parse_size() -> None:
 
 
 def test_variants_are_distinct_texts_in_the_past() -> None:
-    corpus = Corpus.load("../shared/data/locomo")
+    corpus = Corpus.load(shared_dir("data", "locomo"))
     n = len(corpus.turns)
     rows = [corpus.variant(i) for i in [*range(0, 50), *range(n, n + 50), *range(7 * n, 7 * n + 50)]]
     texts = [text for text, _, _ in rows]
