@@ -8,6 +8,9 @@ from pathlib import Path
 
 from eval.embed_precision import main
 from tests.conftest import shared_dir
+import pytest
+
+pytestmark = pytest.mark.slow  # benchmark-like: loads and runs both model precisions
 
 
 

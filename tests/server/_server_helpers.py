@@ -20,6 +20,8 @@ from typing import Any
 from mcp import Client
 
 REPO = Path(__file__).resolve().parents[2]
+#: The model the package ships (what the server loads with nothing set); for tests that pass it explicitly.
+MODEL_PATH = str(REPO / "chronomem" / "embed" / "model")
 
 PROJECT = "p"
 
