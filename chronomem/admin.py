@@ -146,7 +146,7 @@ def _import(svc: Any, args: argparse.Namespace) -> int:
     records = read_export(lines)
     store = svc.store
     require_empty(store)
-    with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr, disable=args.quiet) as bar:
+    with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr, disable=args.quiet or not sys.stderr.isatty()) as bar:
         count = import_records(store, records, svc.embedder.embed_many, progress=bar.update, embed_model=svc.embedder.name)
     if as_json:
         print(json.dumps({"imported": count, "store": str(store.path)}))

@@ -27,6 +27,8 @@ import pytest
 
 from tests.conftest import REPO, model_dir
 
+pytestmark = pytest.mark.slow  # end to end through the Claude Code CLI (npm)
+
 CLAUDE_CODE_VERSION = "2.1.330"
 CLAUDE_DIR = Path(os.environ.get("CHRONOMEM_CLAUDE_DIR") or REPO / ".ci" / "claude-code")
 INSTALL_SCRIPT = REPO / ".ci" / "install-claude-code.sh"
