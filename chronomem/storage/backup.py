@@ -116,3 +116,73 @@ def describe_age(age: timedelta) -> str:
     if seconds < 2 * 86400:
         return f"{seconds // 3600} h"
     return f"{seconds // 86400} days"
+
+
+def take_backup(store: Any, keep: int = BACKUP_KEEP) -> Backup:
+    """Snapshot the table of an open `MemoryStore` at its current version (a read: no write lock needed)."""
+    table = store._table
+    version = int(table.version)
+    return write_backup(store.path, table.to_arrow(), version, keep=keep)
+
+
+def backup_due(store: Any, interval: timedelta = BACKUP_INTERVAL, now: datetime | None = None) -> bool:
+    """Whether the schedule wants a backup: the newest is older than `interval` (or there is none) and the table
+    has changed since it (a newer version, and rows to back up)."""
+    newest = latest_backup(store.path)
+    if newest is not None and newest.age(now) < interval:
+        return False
+    version = int(store._table.version)
+    if newest is not None and newest.version >= version:
+        return False
+    return store.count() > 0
+
+
+def restore_backup(store_path: Path | str, file: Path | str, replace: bool = False) -> tuple[int, int]:
+    """Make the table exactly the backup's rows, as a new version (old versions kept); (rows, version).
+
+    A table that holds rows is replaced only with `replace` (its current state is backed up first when it
+    reads); a table that does not open is moved to `quarantine/` whole and created again from the backup."""
+    import shutil
+
+    from chronomem.errors import InvalidInput, StoreError
+    from chronomem.storage import ledger
+    from chronomem.storage.doctor import QUARANTINE, _connect, error_line
+    from chronomem.storage.schema import TABLE_NAME
+
+    store_path = Path(store_path)
+    try:
+        rows = read_backup(file)
+    except FileNotFoundError:
+        raise InvalidInput(f"no such backup: {file}") from None
+    except Exception as exc:
+        raise InvalidInput(f"{file} is not a chronomem backup ({error_line(exc)})") from None
+    store_path.mkdir(parents=True, exist_ok=True)
+    db = _connect(store_path)
+    table = None
+    if (store_path / f"{TABLE_NAME}.lance").exists():
+        try:
+            table = db.open_table(TABLE_NAME)
+            held = int(table.count_rows())
+        except Exception:
+            stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+            aside = store_path / QUARANTINE / stamp
+            aside.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(store_path / f"{TABLE_NAME}.lance"), str(aside / f"{TABLE_NAME}.lance"))
+            table, held = None, 0
+            db = _connect(store_path)
+        if table is not None and held and not replace:
+            raise StoreError(
+                f"the store at {store_path} holds {held} rows: pass --replace to make it the backup's "
+                f"{rows.num_rows} rows (its current state is backed up first), or restore into a new --store"
+            )
+        if table is not None and held:
+            try:
+                write_backup(store_path, table.to_arrow(), int(table.version), keep=BACKUP_KEEP + 1)
+            except Exception:  # a state that does not read cannot be backed up: the restore still goes on
+                pass
+    if table is None:
+        table = db.create_table(TABLE_NAME, data=rows)
+    else:
+        table.add(rows.select(table.schema.names).cast(table.schema), mode="overwrite")
+    ledger.rebase(store_path, int(table.version), int(table.count_rows()))
+    return rows.num_rows, int(table.version)

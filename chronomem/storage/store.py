@@ -186,7 +186,10 @@ class MemoryStore:
 
             # Damaged files are reported, with the recovery command, by the search that meets them; anything
             # else would leave every search slow without a word.
-            report = log.debug if is_damage(exc) else log.warning
+            from chronomem.storage.doctor import resource_errno
+
+            # A full disk (its spill file) is said by the write that meets it, in one line.
+            report = log.debug if is_damage(exc) else log.info if resource_errno(exc) else log.warning
             report("the read index could not be built (%s: %s); LanceDB answers searches", type(exc).__name__, exc)
             log.debug("read index build failure", exc_info=True)
             self._index_off = True
