@@ -239,7 +239,15 @@ def _note_acknowledged(path: Path, report: Checkup, rows: int | None, ids: set[s
         for loss in acked.losses[-3:]:
             n = len(loss.get("ids", [])) or int(loss.get("rows", 0))
             report.notes.append(f"a repair at {str(loss.get('at'))[:19]} could not recover {n} memories")
-    _note_backup(path, report, ids if report.version is not None else None)
+    compare = report.version is not None and (acked is None or latest_backup_version(path) >= acked.based)
+    _note_backup(path, report, ids if compare else None)
+
+
+def latest_backup_version(path: Path) -> int:
+    from chronomem.storage.backup import latest_backup
+
+    newest = latest_backup(path)
+    return newest.version if newest is not None else -1
 
 
 def _note_backup(path: Path, report: Checkup, ids: set[str] | None = None) -> None:

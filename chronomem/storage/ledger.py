@@ -47,6 +47,8 @@ class Ledger:
     recent: list[list[Any]] = field(default_factory=list)
     #: What repairs could not recover: [{"at", "ids", "rows"}], for doctor to keep saying.
     losses: list[dict[str, Any]] = field(default_factory=list)
+    #: The version the last purge, repair or restore accepted as it was: backups older than it are not compared.
+    based: int = 0
 
     def ids_after(self, version: int) -> list[str]:
         """Ids acknowledged in commits newer than `version`."""
@@ -70,6 +72,7 @@ def read(store: Path) -> Ledger | None:
             at=data.get("at"),
             recent=[[int(v), [str(i) for i in ids]] for v, ids in data.get("recent", [])],
             losses=list(data.get("losses", [])),
+            based=int(data.get("based", 0)),
         )
     except FileNotFoundError:
         return None
@@ -91,7 +94,8 @@ def _write(store: Path, ledger: Ledger) -> None:
     target = ledger_path(store)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     body = json.dumps(
-        {"version": ledger.version, "rows": ledger.rows, "at": ledger.at, "recent": ledger.recent, "losses": ledger.losses},
+        {"version": ledger.version, "rows": ledger.rows, "at": ledger.at, "recent": ledger.recent, "losses": ledger.losses,
+         "based": ledger.based},
         separators=(",", ":"),
     )
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -120,7 +124,7 @@ def rebase(store: Path, version: int, rows: int, lost: Sequence[str] = (), lost_
     """Accept the table as it is now (after a purge, a repair or a restore); remember what a repair lost."""
     with _locked(store):
         ledger = read(store) or Ledger()
-        ledger.version, ledger.rows, ledger.at = version, rows, utcnow().isoformat()
+        ledger.version, ledger.rows, ledger.at, ledger.based = version, rows, utcnow().isoformat(), version
         ledger.recent = [[v, ids] for v, ids in ledger.recent if v <= version]
         if lost or lost_rows:
             ledger.losses.append({"at": ledger.at, "ids": list(lost), "rows": int(lost_rows)})
