@@ -165,8 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
-        from chronomem.storage.doctor import damage_error, is_damage
+        from chronomem.storage.doctor import damage_error, is_damage, resource_error
 
+        known = resource_error(settings.store_path, exc)  # a full disk or a read-only store is not damage
+        if known is not None:
+            print(f"error: {known}", file=sys.stderr)
+            return EXIT_USAGE
         if not is_damage(exc):
             raise
         print(f"error: {damage_error(settings.store_path, exc)}", file=sys.stderr)
