@@ -131,11 +131,13 @@ def unknown_arguments(server: MCPServer[Any], name: str, arguments: Any) -> str 
     accepted = list((getattr(tool, "parameters", None) or {}).get("properties", {}))
     if not accepted:
         return None
-    unknown = sorted(key for key in arguments if key not in accepted)
+    unknown = sorted(str(key) for key in arguments if key not in accepted)
     if not unknown:
         return None
     noun = "argument" if len(unknown) == 1 else "arguments"
-    return f"unknown {noun} {', '.join(unknown)}; {name} accepts {', '.join(accepted)}"
+    shown = ", ".join(key if key.isprintable() and len(key) <= 40 else repr(key[:40]) for key in unknown[:5])
+    more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    return f"unknown {noun} {shown}{more}; {name} accepts {', '.join(accepted)}"
 
 
 def _pick(primary: Any, alias: Any, name: str, alias_name: str) -> Any:
