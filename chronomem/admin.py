@@ -1,4 +1,4 @@
-"""CLI-only data administration: `purge`, `export`, `import` and `doctor`.
+"""CLI-only data administration: `purge`, `export`, `import`, `doctor`, `backup` and `restore`.
 
 These act on a whole store and some destroy data, so they are commands a person runs,
 never MCP tools an agent can call. They reach LanceDB only through
@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from chronomem.config import Settings
 from chronomem.errors import InvalidInput, StoreError
 
-COMMANDS = ("purge", "export", "import", "doctor")
+COMMANDS = ("purge", "export", "import", "doctor", "backup", "restore")
 #: Exit code of `doctor` when the store is damaged (and, with --repair, could not be fixed).
 EXIT_DAMAGED = 1
 
@@ -67,12 +67,33 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         "the table, and the Claude Code / Cursor config files parse and start chronomem. Each check prints ok, "
         "warn or fail with the fix; the exit code is 1 when any check fails.",
     )
-    p.add_argument("--repair", action="store_true", help="roll back to the newest readable version (never deletes)")
+    p.add_argument(
+        "--repair", action="store_true",
+        help="keep every row that still reads, merged with the newest backup, as a new version (never deletes)",
+    )
+
+    p = sub.add_parser(
+        "backup", parents=[common], help="snapshot every memory (vectors included) into <store>/backups/ now",
+        description="Write the whole table at its current version to <store>/backups/backup-<time>-v<version>.parquet "
+        "and keep the newest --keep. The server's consolidator takes one by itself every 6 hours of changes.",
+    )
+    p.add_argument("--keep", type=int, default=None, help="backups to keep (default 4)")
+
+    p = sub.add_parser(
+        "restore", parents=[common], help="make the store a backup's memories (its newest one by default)",
+        description="Load a backup file into the store as a new table version. A store that holds memories is replaced "
+        "only with --replace (its current state is backed up first); one that does not open is moved to "
+        "<store>/quarantine/ whole, never deleted.",
+    )
+    p.add_argument("file", nargs="?", metavar="FILE", help="the backup file (default: the store's newest backup)")
+    p.add_argument("--replace", action="store_true", help="replace the memories the store holds now")
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "doctor":
         return _doctor(args, settings)
+    if args.command == "restore":
+        return _restore(args, settings)
     from chronomem.service import MemoryService
 
     if args.command in ("export", "purge") and not settings.store_path.exists():
@@ -82,7 +103,46 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return _export(svc, args.out)
     if args.command == "import":
         return _import(svc, args)
+    if args.command == "backup":
+        return _backup(svc, args)
     return _purge(svc, args)
+
+
+# ---------------------------------------------------------------------------- backup / restore
+
+
+def _backup(svc: Any, args: argparse.Namespace) -> int:
+    from chronomem.storage.backup import BACKUP_KEEP, take_backup
+
+    if not svc.settings.store_path.exists():
+        raise StoreError(f"no store at {svc.settings.store_path}: pass --store or set CHRONOMEM_HOME")
+    keep = args.keep if args.keep is not None else BACKUP_KEEP
+    if keep < 1:
+        raise InvalidInput("--keep must be at least 1")
+    made = take_backup(svc.store, keep=keep)
+    if args.json:
+        print(json.dumps({"backup": str(made.path), "version": made.version, "rows": made.rows}))
+    else:
+        print(f"backed up {made.rows} rows (version {made.version}) to {made.path}")
+    return 0
+
+
+def _restore(args: argparse.Namespace, settings: Settings) -> int:
+    from chronomem.storage.backup import latest_backup
+    from chronomem.storage.doctor import restore_backup
+
+    file = args.file
+    if file is None:
+        newest = latest_backup(settings.store_path)
+        if newest is None:
+            raise InvalidInput(f"no backup in {settings.store_path / 'backups'}: name a backup file")
+        file = str(newest.path)
+    rows, version = restore_backup(settings.store_path, file, replace=args.replace)
+    if args.json:
+        print(json.dumps({"restored": rows, "version": version, "from": file, "store": str(settings.store_path)}))
+    else:
+        print(f"restored {rows} rows from {file} into {settings.store_path} (version {version})")
+    return 0
 
 
 # ---------------------------------------------------------------------------- export / import
@@ -146,7 +206,7 @@ def _import(svc: Any, args: argparse.Namespace) -> int:
     records = read_export(lines)
     store = svc.store
     require_empty(store)
-    with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr, disable=args.quiet) as bar:
+    with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr, disable=args.quiet or not sys.stderr.isatty()) as bar:
         count = import_records(store, records, svc.embedder.embed_many, progress=bar.update, embed_model=svc.embedder.name)
     if as_json:
         print(json.dumps({"imported": count, "store": str(store.path)}))

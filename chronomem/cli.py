@@ -46,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
-    p.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
+    p.add_argument(
+        "--transport", choices=["stdio", "sse", "http"], default="stdio",
+        help="stdio (default: the client starts the server), sse (/sse) or http (streamable HTTP at /mcp)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="bind address for sse/http (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port for sse/http (default 8765)")
     p.add_argument(
@@ -74,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text in (("recall", "what is true and remembered now"), ("as-of", "what was true at a time")):
         p = sub.add_parser(name, parents=[common], help=help_text)
         if name == "as-of":
-            p.add_argument("query")
+            p.add_argument("query", help="what you want to know")
             p.add_argument(
                 "--at", required=True,
                 help="ISO 8601 date/time, a phrase like '3 weeks ago', or a git commit, tag or branch (v1.4.0)",
@@ -86,21 +89,27 @@ def build_parser() -> argparse.ArgumentParser:
                 "--path", action="append", dest="paths",
                 help="what is known about this file or glob (repeatable)",
             )
-        p.add_argument("-k", "--limit", type=int, default=10)
-        p.add_argument("--budget-tokens", type=int)
-        p.add_argument("--scope", choices=["project", "global", "both", "all"], default="project")
-        p.add_argument("--kind", action="append", dest="kinds", choices=["fact", "chunk"])
+        p.add_argument("-k", "--limit", type=int, default=10, help="most results (1-100, default 10)")
+        p.add_argument("--budget-tokens", type=int, help="cap on the estimated tokens of the answer")
+        p.add_argument(
+            "--scope", choices=["project", "global", "both", "all"], default="project",
+            help="project (default), global, both (project + global) or all projects",
+        )
+        p.add_argument(
+            "--kind", action="append", dest="kinds", choices=["fact", "chunk"],
+            help="only facts or only chunks (repeatable)",
+        )
 
     p = sub.add_parser("forget", parents=[common], help="end a memory's validity (nothing is deleted)")
-    p.add_argument("id")
-    p.add_argument("--reason")
+    p.add_argument("id", help="the memory's id, from recall, as-of or history")
+    p.add_argument("--reason", help="why it is no longer true (shown in history)")
     p.add_argument("--retract", action="store_true", help="it was never true")
     p.add_argument("--at", help="when it stopped being true (default now)")
 
     p = sub.add_parser("history", parents=[common], help="a fact's supersession chain")
-    p.add_argument("id", nargs="?")
-    p.add_argument("--subject")
-    p.add_argument("--predicate")
+    p.add_argument("id", nargs="?", help="the id of any memory in the chain (or give --subject and --predicate)")
+    p.add_argument("--subject", help="the fact's subject, with --predicate")
+    p.add_argument("--predicate", help="the fact's predicate, with --subject")
 
     p = sub.add_parser("brief", parents=[common], help="the session brief: current facts and recent changes, within a budget")
     p.add_argument("--budget-tokens", type=int, help="most tokens it may take (default $CHRONOMEM_BRIEF_TOKENS or 1500)")
@@ -149,18 +158,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     _setup_logging(args.verbose, settings)
     try:
         return _run(args, settings)
+    except BrokenPipeError:  # `chronomem doctor | head`: the reader left; nothing more to say, no traceback
+        _silence_stdout()
+        return 0
     except ChronomemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:
-        from chronomem.storage.doctor import damage_error, is_damage
+        from chronomem.storage.doctor import damage_error, is_damage, resource_error
 
+        known = resource_error(settings.store_path, exc)  # a full disk or a read-only store is not damage
+        if known is not None:
+            print(f"error: {known}", file=sys.stderr)
+            return EXIT_USAGE
         if not is_damage(exc):
             raise
         print(f"error: {damage_error(settings.store_path, exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of a closed pipe raises nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

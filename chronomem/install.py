@@ -9,9 +9,12 @@ Where each client reads its stdio servers (the clients' own documented conventio
 | Cursor | project | `<repo root>/.cursor/mcp.json` | `mcpServers.chronomem = {command, args, env}` |
 | Cursor | user | `~/.cursor/mcp.json` | same |
 
-The command is the absolute path of the `chronomem` script of the running installation (the
-one beside this interpreter, else the one on PATH, else `python -m chronomem`), so the client
-starts the same chronomem whatever its PATH. Cursor entries pass `--project ${workspaceFolder}`:
+In a project file (`.mcp.json`, `.cursor/mcp.json`: shared through git) the command is plain
+`chronomem`, which works for every clone whose PATH has it (pipx, `uv tool install`, an activated
+venv), and `env` carries no path of this machine. In a user file the command is the absolute
+path of the `chronomem` script of the running installation (the one beside this interpreter, else
+the one on PATH, else `python -m chronomem`), so the client starts the same chronomem whatever its
+PATH, with the store and model folders as set. `--uninstall` removes the entry and nothing else. Cursor entries pass `--project ${workspaceFolder}`:
 Cursor substitutes the open workspace there, and `serve --project <absolute dir>` scopes memory
 to that directory's repository. Claude Code starts project servers in the project directory,
 which chronomem detects by itself. `env` carries only chronomem's own location settings
@@ -117,6 +120,12 @@ def server_command(
     return [os.path.abspath(python), "-m", "chronomem"]
 
 
+def portable_command() -> list[str]:
+    """The command written into shared project files: `chronomem`, found on each teammate's PATH (pipx, uv tool, a
+    venv on PATH). Machine-specific paths (this venv's binary, a model folder) belong in user-scope files only."""
+    return ["chronomem"]
+
+
 def server_env(environ: Mapping[str, str] | None = None, store: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """The chronomem settings the installer has set, for the client to pass on (paths made absolute)."""
     env = os.environ if environ is None else environ
@@ -187,6 +196,26 @@ def merged(config: Mapping[str, Any], entry: Mapping[str, Any], name: str = SERV
     return out
 
 
+def remove_entry(target: Target, name: str = SERVER_NAME) -> str:
+    """Remove `mcpServers[name]` from the target file, keeping everything else: `removed` or `absent`.
+
+    A file left holding nothing but an empty `mcpServers` (one `install` created) is deleted, with a
+    `.cursor` folder it leaves empty."""
+    config = read_config(target.path)
+    servers = dict(config.get("mcpServers") or {})
+    if name not in servers:
+        return "absent"
+    del servers[name]
+    rest = {k: v for k, v in config.items() if k != "mcpServers"}
+    if not servers and not rest:
+        target.path.unlink()
+        if target.path.parent.name == ".cursor" and not any(target.path.parent.iterdir()):
+            target.path.parent.rmdir()
+        return "removed"
+    _write_json_atomic(target.path, {**config, "mcpServers": servers})
+    return "removed"
+
+
 def write_entry(target: Target, entry: Mapping[str, Any], name: str = SERVER_NAME) -> InstallResult:
     """Merge `entry` into the target file; write only when it changes, atomically, keeping the file's mode."""
     config = read_config(target.path)
@@ -251,6 +280,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--scope", choices=SCOPES, default="project", help="project (default) or user")
     p.add_argument("--print", dest="print_only", action="store_true", help="print the JSON to add; write nothing")
     p.add_argument("--name", default=SERVER_NAME, help=f"the server's name in the config (default {SERVER_NAME})")
+    p.add_argument("--uninstall", action="store_true",
+                   help="remove the entry install added (other servers and settings are kept)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -259,11 +290,21 @@ def run(args: argparse.Namespace) -> int:
     if not name:
         raise InvalidInput("--name must not be empty")
     target = Target(args.client, args.scope, config_path(args.client, args.scope))
+    if getattr(args, "uninstall", False):
+        action = remove_entry(target, name)
+        if getattr(args, "json", False):
+            print(json.dumps({"client": target.client, "scope": target.scope, "path": str(target.path),
+                              "action": action, "name": name}, indent=2))
+        else:
+            print(f"removed {name} from {target.path}" if action == "removed" else f"no {name} entry in {target.path}")
+        return 0
+    shared = args.scope == "project"  # a file in the repository, shared through git: nothing of this machine in it
+    env = server_env(store=getattr(args, "store", None))
     entry = build_entry(
         args.client,
         args.scope,
-        server_command(),
-        server_env(store=getattr(args, "store", None)),
+        portable_command() if shared else server_command(),
+        {k: v for k, v in env.items() if k not in _PATH_KEYS} if shared else env,
         project=getattr(args, "project", None),
     )
     if args.print_only:

@@ -128,6 +128,12 @@ class MemoryService:
                     f"another process has held the write lock of {store.path} for {WRITE_LOCK_TIMEOUT:.0f} s; "
                     "retry, or check for a stuck chronomem process"
                 ) from None
+            except OSError as exc:  # a read-only or full store cannot take the lock file: say which
+                from chronomem.storage.doctor import resource_error
+
+                raise resource_error(store.path, exc) or StoreError(
+                    f"cannot take the write lock of {store.path}: {exc.strerror or exc}"
+                ) from exc
             try:
                 yield
             finally:
@@ -223,6 +229,9 @@ class MemoryService:
 
     def explain_failure(self, exc: BaseException) -> ChronomemError | None:
         """A one-line error with the recovery command when `exc` says the store's files are damaged."""
-        from chronomem.storage.doctor import damage_error, is_damage
+        from chronomem.storage.doctor import damage_error, is_damage, resource_error
 
+        known = resource_error(self.settings.store_path, exc)  # a full disk or a read-only store: not damage
+        if known is not None:
+            return known
         return damage_error(self.settings.store_path, exc) if is_damage(exc) else None

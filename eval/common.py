@@ -25,8 +25,17 @@ from chronomem.service import MemoryService
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "eval" / "results"
-#: The local model folder used when CHRONOMEM_MODEL_PATH is not set.
-SHARED_MODEL = REPO_ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx"
+#: The float32 ONNX export of all-MiniLM-L6-v2 in ../shared (the source of the shipped int8 model; used by
+#: eval/embed_precision.py to measure it). The benchmarks themselves embed with the shipped model.
+SHARED_MODEL = next(
+    (
+        base / "models" / "all-MiniLM-L6-v2-onnx"
+        for base in ([Path(os.environ["CHRONOMEM_SHARED"])] if os.environ.get("CHRONOMEM_SHARED") else [])
+        + [REPO_ROOT.parent / "shared", REPO_ROOT.parent.parent / "shared"]
+        if (base / "models" / "all-MiniLM-L6-v2-onnx" / "model.onnx").is_file()
+    ),
+    REPO_ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx",
+)
 
 
 def resolve_data_dir(arg: str) -> Path:
@@ -44,9 +53,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def settings_for(store_path: Path, project: str) -> Settings:
-    """Settings for one store, taking the model folder from the environment (or ../shared)."""
-    if not os.environ.get("CHRONOMEM_MODEL_PATH") and SHARED_MODEL.is_dir():
-        os.environ["CHRONOMEM_MODEL_PATH"] = str(SHARED_MODEL)
+    """Settings for one store from the environment: the shipped model unless CHRONOMEM_MODEL_PATH says otherwise."""
     return Settings.from_env(store=store_path, project=project)
 
 

@@ -183,7 +183,8 @@ def run_crash(store: Path, rounds: int = 50, seed: int = 6, work_dir: Path | Non
     work.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     env = child_env()
-    embedder = FastEmbedder(model_path=Path(env["CHRONOMEM_MODEL_PATH"]))
+    model_path = env.get("CHRONOMEM_MODEL_PATH")  # else the shipped model, as the child processes load
+    embedder = FastEmbedder(model_path=Path(model_path) if model_path else None)
     embedder.wait()
 
     def svc_factory() -> MemoryService:

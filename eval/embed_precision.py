@@ -1,6 +1,11 @@
-"""The embedding model's int8 copy against float32: speed, agreement and dense retrieval on LoCoMo.
+"""The shipped int8 model against float32: speed, agreement and dense retrieval on LoCoMo and DevMem.
 
-    python -m eval.embed_precision --data ../shared/data/locomo [--rounds 3]
+    python -m eval.embed_precision --data ../shared/data/locomo \
+        --devmem ../shared/data/devmem --devmem ../shared/data/devmem_validation [--rounds 3]
+
+The int8 side is the model chronomem ships (chronomem/embed/model, made by scripts/build_model.py);
+the float32 side is its source, the ONNX export in ../shared/models (or CHRONOMEM_MODEL_PATH). The
+shipped form is kept only while it costs at most `TOLERANCE` of any retrieval figure.
 
 Both precisions embed every LoCoMo turn (as `eval.locomo` writes them) and every question of
 categories 1-4. Reported, per precision: one query's embedding time (median over the questions,
@@ -8,7 +13,9 @@ each round alternating the two models so a noisy machine hurts both alike), thro
 shortest first as the bulk import does, through `FastEmbedder.embed`: float32 in batches of 64,
 int8 one text at a time), and dense-only evidence
 R@10 / hit@5 / MRR; between them: the cosine of each turn's two vectors and the overlap of each
-question's top 10. Results go to eval/results/embed_precision.{json,md}.
+question's top 10. On each DevMem split: dense-only hit@5 / MRR of the gold notes, for every query
+with gold notes, among the notes of its project written by its time (by its `as_of` time for an
+as_of query). Results go to eval/results/embed_precision.{json,md}.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from eval.common import resolve_data_dir, settings_for
+from eval.common import SHARED_MODEL, read_jsonl, resolve_data_dir
 from eval.locomo import SCORED, load_conversation
 from eval.metrics import hit_at_k, mean, recall_at_k, reciprocal_rank
 from eval.report import (
@@ -35,24 +42,61 @@ from eval.report import (
 )
 
 PRECISIONS = ("float32", "int8")
+#: Largest loss of any retrieval figure the shipped int8 form may cost against float32 (issue 22).
+TOLERANCE = 0.005
+
+
+def float32_folder() -> Path:
+    """The float32 export: CHRONOMEM_MODEL_PATH, else ../shared/models/all-MiniLM-L6-v2-onnx."""
+    import os
+
+    configured = os.environ.get("CHRONOMEM_MODEL_PATH")
+    folder = Path(configured) if configured else SHARED_MODEL
+    if not (folder / "model.onnx").is_file():
+        raise SystemExit(f"the float32 model is not at {folder}: set CHRONOMEM_MODEL_PATH to the ONNX export")
+    return folder
 
 
 def _embedders() -> dict[str, Any]:
     from chronomem.config import DEFAULT_MODEL_DIM
     from chronomem.embed import FastEmbedder
 
-    settings = settings_for(Path("."), "eval")
-    made = {}
-    for precision in PRECISIONS:
-        embedder = FastEmbedder(settings.model_name, settings.model_path, DEFAULT_MODEL_DIM, precision=precision)
+    made = {
+        "float32": FastEmbedder(model_path=float32_folder(), dim=DEFAULT_MODEL_DIM, precision="float32"),
+        "int8": FastEmbedder(dim=DEFAULT_MODEL_DIM),  # nothing set: the shipped model
+    }
+    for precision, embedder in made.items():
         embedder.wait()
         if embedder.precision != precision:
             raise SystemExit(f"the {precision} model did not load (it ran as {embedder.precision}): see the log")
-        made[precision] = embedder
+    if made["int8"].source != "shipped":
+        raise SystemExit("the shipped model is missing from chronomem/embed/model: run scripts/build_model.py")
     return made
 
 
-def run(data: Path, rounds: int) -> dict[str, Any]:
+def dense_devmem(data: Path, embedders: dict[str, Any]) -> dict[str, Any]:
+    """Dense-only retrieval of DevMem's gold notes under each precision: hit@5 and MRR over the queries with gold."""
+    writes = read_jsonl(data / "writes.jsonl")
+    queries = [q for q in read_jsonl(data / "queries.jsonl") if q.get("gold_ids")]
+    ids = [w["id"] for w in writes]
+    projects = np.array([w["project"] for w in writes])
+    times = np.array([w["t"] for w in writes])
+    out: dict[str, Any] = {"writes": len(writes), "queries": len(queries)}
+    for precision, embedder in embedders.items():
+        vectors = np.array(embedder.embed_many([w["content"] for w in writes]), dtype=np.float32)
+        asked = np.array(embedder.embed([q["query"] for q in queries]), dtype=np.float32)
+        h5, rr = [], []
+        for qi, q in enumerate(queries):
+            until = q.get("as_of") or q["t_query"]
+            rows = np.flatnonzero((projects == q["project"]) & (times <= until))
+            ranked = [ids[i] for i in rows[np.argsort(-(vectors[rows] @ asked[qi]))[:10]]]
+            h5.append(hit_at_k(ranked, q["gold_ids"], 5))
+            rr.append(reciprocal_rank(ranked, q["gold_ids"]))
+        out[precision] = {"hit@5": mean(h5), "mrr": mean(rr)}
+    return out
+
+
+def run(data: Path, rounds: int, devmem: list[Path] | None = None) -> dict[str, Any]:
     conversations = [load_conversation(p) for p in sorted(data.glob("*.json"))]
     embedders = _embedders()
     turns = [(c.conv_id, t.dia_id, t.content()) for c in conversations for t in c.turns]
@@ -98,8 +142,18 @@ def run(data: Path, rounds: int) -> dict[str, Any]:
         tops[precision] = top
     cosines = np.sum(vectors["float32"] * vectors["int8"], axis=1)
     overlap = [len(set(a) & set(b)) / 10 for a, b in zip(tops["float32"], tops["int8"], strict=True)]
+    splits = {folder.name: dense_devmem(folder, embedders) for folder in devmem or []}
+    differences = {f"locomo {m}": retrieval["int8"][m] - retrieval["float32"][m] for m in ("recall@10", "hit@5", "mrr")}
+    for name, split in splits.items():
+        differences.update({f"{name} {m}": split["int8"][m] - split["float32"][m] for m in ("hit@5", "mrr")})
     return {
         "env": environment(),
+        "int8_model": str(embedders["int8"].source_folder()),
+        "float32_model": str(embedders["float32"].source_folder()),
+        "devmem_dense": splits,
+        "differences": differences,
+        "tolerance": TOLERANCE,
+        "within_tolerance": all(d >= -TOLERANCE for d in differences.values()),
         "turns": len(texts),
         "questions": len(questions),
         "rounds": rounds,
@@ -128,7 +182,7 @@ def render(payload: dict[str, Any]) -> str:
     ])
     cos = payload["cosine_int8_float32"]
     return "\n".join([
-        "# Embedding precision: the model's int8 copy against float32",
+        "# Embedding precision: the shipped int8 model against float32",
         "",
         env_lines(payload["env"]),
         "",
@@ -141,7 +195,9 @@ def render(payload: dict[str, Any]) -> str:
          f"{cos['p01']:.4f}, min {cos['min']:.4f}. Questions' dense top 10 shared by both: "
          f"{payload['top10_overlap']:.3f} on average."),
         "",
-        ("The int8 copy (`chronomem/embed/quantize.py`) quantises each MatMul's weights to int8 with a scale per "
+        *_devmem_lines(payload),
+        ("The shipped model (`chronomem/embed/model/`, made by `scripts/build_model.py` with the recipe of "
+         "`chronomem/embed/quantize.py`) quantises each MatMul's weights to int8 with a scale per "
          "output channel; activations are quantised as they flow (onnxruntime's dynamic quantisation). The full "
          "read path with it is in `locomo.md` and `devmem-*.md` (their runs name the precision); "
          "`CHRONOMEM_EMBED_PRECISION=float32` reruns them with the float32 model."),
@@ -149,13 +205,44 @@ def render(payload: dict[str, Any]) -> str:
     ])
 
 
+def _devmem_lines(payload: dict[str, Any]) -> list[str]:
+    """The DevMem table, then every retrieval difference against the tolerance, with the verdict."""
+    lines: list[str] = []
+    splits = payload.get("devmem_dense") or {}
+    if splits:
+        rows = [
+            [name, str(split["queries"]), *(fmt(split[p][m]) for p in PRECISIONS for m in ("hit@5", "mrr")),
+             *(f"{split['int8'][m] - split['float32'][m]:+.3f}" for m in ("hit@5", "mrr"))]
+            for name, split in splits.items()
+        ]
+        lines += [
+            "DevMem, dense only: each query with gold notes ranks the notes of its project written by its time "
+            "(its `as_of` time for an as_of query) by cosine; hit@5 and MRR of the gold notes.",
+            "",
+            md_table(["split", "queries", "float32 hit@5", "float32 MRR", "int8 hit@5", "int8 MRR",
+                      "difference hit@5", "difference MRR"], rows),
+            "",
+        ]
+    worst = min(payload["differences"].items(), key=lambda kv: kv[1])
+    verdict = "within" if payload["within_tolerance"] else "OUTSIDE"
+    lines += [
+        (f"Retrieval difference, shipped int8 minus float32 (a negative number is a loss): worst {worst[1]:+.4f} "
+         f"({worst[0]}); tolerance −{payload['tolerance']}: **{verdict}**. "
+         + "; ".join(f"{k} {v:+.4f}" for k, v in payload["differences"].items()) + "."),
+        "",
+    ]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="../shared/data/locomo", help="folder of LoCoMo conversation files")
+    parser.add_argument("--devmem", action="append", default=[],
+                        help="a DevMem split folder (repeatable: ../shared/data/devmem, ../shared/data/devmem_validation)")
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds (each alternates the two models)")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default eval/results)")
     args = parser.parse_args(argv)
-    payload = run(resolve_data_dir(args.data), max(args.rounds, 1))
+    payload = run(resolve_data_dir(args.data), max(args.rounds, 1), [resolve_data_dir(d) for d in args.devmem])
     markdown = render(payload)
     paths = write_results("embed_precision", payload, markdown, args.out or RESULTS_DIR)
     print(markdown)

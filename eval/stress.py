@@ -29,17 +29,17 @@ from typing import Any
 
 import anyio
 
-from eval.common import REPO_ROOT, SHARED_MODEL
+from eval.common import REPO_ROOT
 
 PROJECT = "stress"
 QUERIES = ("which port does the service use", "how do we run the tests", "who owns the deploy", "flaky test in CI")
 
 
 def child_env() -> dict[str, str]:
-    """The environment a spawned chronomem process gets: the local model, no hub, quiet logs."""
+    """The environment a spawned chronomem process gets: the shipped model (or CHRONOMEM_MODEL_PATH), quiet logs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOMEM_")}
-    env["CHRONOMEM_MODEL_PATH"] = os.environ.get("CHRONOMEM_MODEL_PATH") or str(SHARED_MODEL)
-    env["HF_HUB_OFFLINE"] = "1"
+    if os.environ.get("CHRONOMEM_MODEL_PATH"):
+        env["CHRONOMEM_MODEL_PATH"] = os.environ["CHRONOMEM_MODEL_PATH"]
     env["CHRONOMEM_LOG_LEVEL"] = "WARNING"
     for name in ("CHRONOMEM_EMBED_PRECISION", "CHRONOMEM_CACHE_DIR"):  # the model this process embeds with
         if os.environ.get(name):

@@ -106,3 +106,44 @@ def test_consolidate_runs_to_completion(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert [s["did"] for s in json.loads(out.stdout)] == ["extract rules", "index upkeep"]
     assert "1 chunk(s)" in json.loads(out.stdout)[0]["detail"]
+
+
+def test_every_option_has_help_text() -> None:
+    import argparse
+
+    from chronomem.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    walk(sub, sub_name)
+            elif not action.help and action.dest != "help":
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "chronomem")
+    assert not missing, missing
+
+
+def test_doctor_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    """`chronomem doctor | head -1`: the reader leaves after one line; no BrokenPipe traceback."""
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "CHRONOMEM_HOME": str(tmp_path / "s")}
+    proc = subprocess.Popen(
+        f"{sys.executable} -m chronomem doctor | head -c 1", shell=True, env=env, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = proc.communicate(timeout=120)
+    assert len(out) == 1
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
+
+
+def test_import_prints_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    exported = tmp_path / "in.jsonl"
+    source = run("remember", "Ports: staging 8443.", "--store", str(tmp_path / "a"), "--project", "p")
+    assert source.returncode == 0, source.stderr
+    assert run("export", "--out", str(exported), "--store", str(tmp_path / "a")).returncode == 0
+    out = run("import", str(exported), "--store", str(tmp_path / "b"))
+    assert out.returncode == 0, out.stderr
+    assert "embedding" not in out.stderr and "it/s" not in out.stderr and "memory/s" not in out.stderr, out.stderr

@@ -15,7 +15,7 @@ from chronomem.checks import FAIL, OK, WARN, check_configs, check_index, check_m
 from chronomem.config import Settings
 from chronomem.records import MemoryRecord, new_id
 from chronomem.service import MemoryService
-from tests.conftest import model_dir
+from tests.conftest import fp32_model_dir, model_dir
 
 
 def chronomem(*args: str, cwd: Path, home: Path, **extra: str) -> subprocess.CompletedProcess:
@@ -116,7 +116,7 @@ def test_model_check_names_an_unknown_precision_and_a_failed_int8_copy(tmp_path:
     monkeypatch.delenv("CHRONOMEM_EMBED_PRECISION")
     (tmp_path / "cache").write_text("not a folder")
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path / "cache"))
-    fallback = check_model(Settings(store_path=tmp_path / "s", model_path=model_dir()))
+    fallback = check_model(Settings(store_path=tmp_path / "s", model_path=fp32_model_dir()))
     assert fallback.status == WARN and "float32" in fallback.detail and "int8 copy could not be made" in fallback.detail
     assert fallback.fix and "CHRONOMEM_EMBED_PRECISION=float32" in fallback.fix
 

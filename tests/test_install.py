@@ -44,9 +44,14 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
-def expected_command() -> tuple[str, list[str]]:
-    cmd = server_command()
+def expected_command(scope: str = "user") -> tuple[str, list[str]]:
+    """Project files (shared through git) get the portable `chronomem`; user files this installation's path."""
+    cmd = ["chronomem"] if scope == "project" else server_command()
     return cmd[0], [*cmd[1:], "serve"]
+
+
+def expected_env(scope: str) -> dict[str, str]:
+    return {} if scope == "project" else {"CHRONOMEM_MODEL_PATH": MODEL}
 
 
 @pytest.mark.parametrize("scope", ["project", "user"])
@@ -54,11 +59,12 @@ def test_print_claude_code_shape(repo: Path, home: Path, scope: str) -> None:
     out = install("claude-code", "--scope", scope, "--print", cwd=repo, home=home)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    command, args = expected_command()
+    command, args = expected_command(scope)
     # Claude Code's documented stdio entry: {"mcpServers": {name: {type, command, args, env}}}.
     assert data == {"mcpServers": {"chronomem": {"type": "stdio", "command": command, "args": args,
-                                                 "env": {"CHRONOMEM_MODEL_PATH": MODEL}}}}
-    assert os.path.isabs(command) and os.access(command, os.X_OK)
+                                                 "env": expected_env(scope)}}}
+    if scope == "user":
+        assert os.path.isabs(command) and os.access(command, os.X_OK)
     assert not (repo / ".mcp.json").exists() and not (home / ".claude.json").exists(), "--print writes nothing"
 
 
@@ -67,10 +73,10 @@ def test_print_cursor_shape_uses_workspace_folder(repo: Path, home: Path, scope:
     out = install("cursor", "--scope", scope, "--print", cwd=repo, home=home)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    command, args = expected_command()
+    command, args = expected_command(scope)
     # Cursor's mcp.json: {command, args, env} (no type); ${workspaceFolder} is substituted by Cursor.
     assert data == {"mcpServers": {"chronomem": {"command": command, "args": [*args, "--project", "${workspaceFolder}"],
-                                                 "env": {"CHRONOMEM_MODEL_PATH": MODEL}}}}
+                                                 "env": expected_env(scope)}}}
     assert not (repo / ".cursor").exists() and not (home / ".cursor").exists()
 
 
@@ -130,9 +136,8 @@ def test_cursor_project_merge_and_update(repo: Path, home: Path) -> None:
     assert (result["action"], result["scope"], Path(result["path"])) == ("updated", "project", cursor.resolve())
     servers = json.loads(cursor.read_text())["mcpServers"]
     assert servers["db"] == {"url": "http://localhost:9000/mcp"}
-    # A relative CHRONOMEM_HOME is made absolute: the client starts the server from another directory.
-    assert servers["chronomem"]["env"] == {"CHRONOMEM_HOME": str((repo / "rel" / "store").resolve()),
-                                           "CHRONOMEM_MODEL_PATH": MODEL}
+    # A project file is shared through git: no path of this machine in it, the command found on PATH.
+    assert servers["chronomem"]["env"] == {} and servers["chronomem"]["command"] == "chronomem"
     assert install("cursor", "--json", cwd=repo, home=home, extra_env={"CHRONOMEM_HOME": "rel/store"}).stdout.count(
         '"unchanged"') == 1
 
@@ -166,3 +171,21 @@ def test_broken_json_is_refused_not_overwritten(repo: Path, home: Path) -> None:
     with pytest.raises(InvalidInput, match="not an object"):
         (repo / "list.json").write_text("[]")
         write_entry(Target("cursor", "project", repo / "list.json"), {"command": "x", "args": []})
+
+
+def test_uninstall_removes_exactly_what_install_added(repo: Path, home: Path) -> None:
+    mcp = repo / ".mcp.json"
+    mcp.write_text(json.dumps({"mcpServers": {"github": {"command": "npx", "args": ["gh"]}}, "x": 1}))
+    before = json.loads(mcp.read_text())
+    assert install("claude-code", cwd=repo, home=home).returncode == 0
+    out = install("claude-code", "--uninstall", cwd=repo, home=home)
+    assert out.returncode == 0 and "removed chronomem" in out.stdout, out.stderr
+    assert json.loads(mcp.read_text()) == before
+    assert "no chronomem entry" in install("claude-code", "--uninstall", cwd=repo, home=home).stdout
+
+    assert install("cursor", cwd=repo, home=home).returncode == 0  # a file install created is removed whole
+    assert install("cursor", "--uninstall", cwd=repo, home=home).returncode == 0
+    assert not (repo / ".cursor").exists()
+    assert install("cursor", "--scope", "user", cwd=repo, home=home).returncode == 0
+    assert install("cursor", "--scope", "user", "--uninstall", cwd=repo, home=home).returncode == 0
+    assert not (home / ".cursor").exists()

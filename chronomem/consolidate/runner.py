@@ -12,6 +12,8 @@ A step is the first of these that has work, cheapest and most urgent first:
 3. recall hits → salience (salience.py; one commit);
 4. index upkeep: `optimize()` once 50 rows are unindexed (~0.6 s at 100k rows);
 5. the vector index, once the table is large (upkeep.py; tens of seconds, no write lock held).
+When none has work, an idle moment takes the scheduled backup (storage/backup.py: every
+`BACKUP_INTERVAL` of changes, a snapshot file read from one version, no write lock held).
 One step does not wait for a quiet moment: after `upkeep.BURST_UPKEEP_COMMITS` appends without an
 `optimize()` (a burst of writes), compaction runs while calls flow, because every further small
 fragment makes each commit slower — where an `optimize()` is quick (upkeep.needs_burst_upkeep).
@@ -29,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from chronomem.consolidate.extract_llm import LLMConfig
@@ -46,6 +48,7 @@ from chronomem.consolidate.upkeep import (
 from chronomem.consolidate.watermark import ConsolidationState
 from chronomem.errors import ChronomemError
 from chronomem.service import MemoryService
+from chronomem.storage.backup import BACKUP_INTERVAL
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +76,17 @@ class Consolidator:
         idle_seconds: float = IDLE_SECONDS,
         llm: LLMConfig | None | str = "env",
         vector_index_min_rows: int = VECTOR_INDEX_MIN_ROWS,
+        backup_interval: timedelta = BACKUP_INTERVAL,
     ) -> None:
         self.svc = svc
         self.idle_seconds = idle_seconds
         self.llm = LLMConfig.from_env() if llm == "env" else llm
         assert self.llm is None or isinstance(self.llm, LLMConfig)
         self.vector_index_min_rows = vector_index_min_rows
+        #: How old the newest backup may get before an idle moment takes another (storage/backup.py).
+        self.backup_interval = backup_interval
+        #: Backups this consolidator took.
+        self.backups: list[Any] = []
         #: Ids recall returned, applied to salience by a later step.
         self.hits = HitLog()
         self._matcher: SlotMatcher | None = None
@@ -180,6 +188,8 @@ class Consolidator:
                     log.exception("consolidation step failed")
                     report = None
                 if report is None:
+                    if not busy:
+                        self._scheduled_backup()
                     break
 
     # -- one bounded step ---------------------------------------------------------------------
@@ -204,6 +214,30 @@ class Consolidator:
             if len(self.steps) > 2000:
                 del self.steps[:1000]
             return report
+        finally:
+            lock.release()
+
+    def _scheduled_backup(self) -> None:
+        """Nothing else to do: take the backup the schedule wants (storage/backup.py), under the consolidation
+        lock, without the write lock (it reads one version). Kept out of `steps`: it is not consolidation."""
+        from filelock import FileLock, Timeout
+
+        from chronomem.storage.backup import backup_due, take_backup
+
+        try:
+            store = self.svc.store
+            lock = FileLock(str(store.path / CONSOLIDATE_LOCK_NAME))
+            lock.acquire(timeout=0)
+        except (ChronomemError, Timeout):
+            return
+        try:
+            if backup_due(store, self.backup_interval):
+                started = time.perf_counter()
+                made = take_backup(store)
+                self.backups.append(made)
+                log.info("backup %s taken in %.2f s", made.path.name, time.perf_counter() - started)
+        except Exception as exc:  # a backup that fails must not stop the server; doctor reports its age
+            log.warning("the scheduled backup failed: %s", exc)
         finally:
             lock.release()
 

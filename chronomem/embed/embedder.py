@@ -22,16 +22,18 @@ from chronomem.config import (
     DEFAULT_MODEL_DIM,
     EMBED_PRECISIONS,
 )
-from chronomem.embed.quantize import FLOAT32, INT8, int8_copy
+from chronomem.embed.quantize import FLOAT32, INT8, folder_precision, int8_copy, packaged_model_dir
 from chronomem.errors import ModelUnavailable
 
 log = logging.getLogger(__name__)
 
 _HINT = (
-    "set CHRONOMEM_MODEL_PATH to a folder holding the ONNX export of "
-    "sentence-transformers/all-MiniLM-L6-v2 (model.onnx and tokenizer.json), "
-    "or allow this machine to download it once"
+    "unset CHRONOMEM_MODEL and CHRONOMEM_MODEL_PATH to use the model shipped with chronomem, or set "
+    "CHRONOMEM_MODEL_PATH to a folder holding an ONNX export (model.onnx, tokenizer.json, config.json)"
 )
+#: Where fastembed downloads a named model from; probed once (bounded) before a download is attempted.
+_HUB = ("huggingface.co", 443)
+_HUB_PROBE_SECONDS = 3.0
 _REQUIRED_FILES = ("model.onnx", "tokenizer.json", "config.json")
 
 #: Texts a bulk worker embeds at a time (`FastEmbedder.embed_many`); a call with fewer than two chunks' worth
@@ -59,10 +61,14 @@ class Embedder(Protocol):
 class FastEmbedder:
     """fastembed's ONNX TextEmbedding, from a local folder or fastembed's own download.
 
-    With `precision="int8"` (the default) a model from a local folder runs as its int8 copy
-    (`embed/quantize.py`), made on first use, one text at a time (so a text's vector never depends
-    on its batch); when that copy cannot be made, or the model is fastembed's download, the
-    float32 model runs, in batches, and `precision` says so once loaded.
+    With nothing set it loads the int8 all-MiniLM-L6-v2 shipped in the package (`embed/quantize.py`,
+    made by scripts/build_model.py): offline, nothing written anywhere. A folder from
+    CHRONOMEM_MODEL_PATH runs as it is when its manifest says int8; a float32 export with
+    `precision="int8"` (the default) runs as its int8 copy, made on first use in the cache folder; an
+    int8 model embeds one text at a time (so a text's vector never depends on its batch). Another
+    fastembed model name (or float32 without a folder) is fastembed's download: found in its cache,
+    else fetched once when the hub answers, else one clear error. When the int8 copy cannot be
+    made the float32 model runs, in batches, and `precision` says so once loaded.
     """
 
     def __init__(
@@ -119,15 +125,37 @@ class FastEmbedder:
             self._error = exc
         except Exception as exc:  # fastembed/onnxruntime raise many types; the caller needs one line
             log.debug("model load failed", exc_info=True)
-            where = f"from {self.model_path}" if self.model_path else "(download)"
+            where = f"({self.source})"
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             self._error = ModelUnavailable(f"cannot load embedding model {self.model_name} {where}: {first}; {_HINT}")
         finally:
             self._loaded.set()
 
-    def _build(self) -> Any:
+    def source_folder(self) -> Path | None:
+        """The folder the model loads from: CHRONOMEM_MODEL_PATH, else the shipped model for the default
+        name at int8, else None (a fastembed download by name)."""
         if self.model_path is not None:
-            folder = self.model_path
+            return self.model_path
+        shipped = packaged_model_dir()
+        if (
+            self.model_name == DEFAULT_MODEL
+            and self.requested_precision == INT8
+            and all((shipped / f).is_file() for f in _REQUIRED_FILES)
+        ):
+            return shipped
+        return None
+
+    @property
+    def source(self) -> str:
+        """Where the model comes from, for people: `shipped`, a folder, or `fastembed download`."""
+        folder = self.source_folder()
+        if folder is None:
+            return "fastembed download"
+        return "shipped" if folder == packaged_model_dir() else str(folder)
+
+    def _build(self) -> Any:
+        folder = self.source_folder()
+        if folder is not None:
             if not folder.is_dir():
                 raise ModelUnavailable(f"CHRONOMEM_MODEL_PATH {folder} is not a directory; {_HINT}")
             missing = [f for f in _REQUIRED_FILES if not (folder / f).is_file()]
@@ -137,22 +165,28 @@ class FastEmbedder:
         from fastembed import TextEmbedding
 
         kwargs: dict[str, Any] = {"model_name": self.model_name}
-        if self.model_path is not None:
-            self._folder = self._model_folder(self.model_path)
-            kwargs["specific_model_path"] = str(self._folder)
-        else:
-            self.precision = FLOAT32
         if self.threads:
             kwargs["threads"] = self.threads
-        model = TextEmbedding(**kwargs)
+        if folder is not None:
+            self._folder = self._model_folder(folder)
+            kwargs["specific_model_path"] = str(self._folder)
+            model = TextEmbedding(**kwargs)
+        else:
+            self.precision = FLOAT32
+            model = _download(TextEmbedding, kwargs)
         probe = next(iter(model.embed(["probe"])))
         if len(probe) != self.dim:
             raise ModelUnavailable(f"model {self.model_name} makes {len(probe)}-d vectors, expected {self.dim}")
         return model
 
     def _model_folder(self, folder: Path) -> Path:
-        """The folder fastembed loads: the int8 copy of `folder` when asked for and it can be made."""
+        """The folder fastembed loads: `folder` itself when it is int8 already (the shipped model) or float32 is
+        asked for, else its int8 copy when that can be made."""
+        if folder_precision(folder) == INT8:
+            self.precision = INT8
+            return folder
         if self.requested_precision != INT8:
+            self.precision = FLOAT32
             return folder
         try:
             return int8_copy(folder)
@@ -222,3 +256,31 @@ class FastEmbedder:
                     log.debug("single-thread session failed", exc_info=True)
                     self._solo_failed = True
             return self._solo
+
+
+def _download(text_embedding: Any, kwargs: dict[str, Any]) -> Any:
+    """fastembed's model by name: from its cache, else one download when the hub answers, else one clear error.
+
+    fastembed alone retries an unreachable hub for tens of seconds, logging an ERROR line each time; a
+    machine without the hub gets a single ModelUnavailable line at once instead.
+    """
+    import socket
+
+    from loguru import logger as fastembed_log
+
+    fastembed_log.disable("fastembed")  # its own ERROR lines on stderr: the failure below says it in one line
+    try:
+        try:
+            return text_embedding(**kwargs, local_files_only=True)
+        except Exception:
+            log.debug("%s is not in fastembed's cache", kwargs["model_name"], exc_info=True)
+        try:
+            socket.create_connection(_HUB, timeout=_HUB_PROBE_SECONDS).close()
+        except OSError as exc:
+            raise ModelUnavailable(
+                f"cannot download embedding model {kwargs['model_name']}: {_HUB[0]} is unreachable "
+                f"({exc.strerror or exc}); {_HINT}"
+            ) from None
+        return text_embedding(**kwargs)
+    finally:
+        fastembed_log.enable("fastembed")

@@ -1,4 +1,12 @@
-"""The int8 copy of a local ONNX embedding model: made once from the float32 model, then kept.
+"""The int8 form of the embedding model: the one the package ships, and the recipe that makes it.
+
+`packaged_model_dir()` is the int8 all-MiniLM-L6-v2 inside the package (chronomem/embed/model/, made by
+scripts/build_model.py with `quantize` below, carried by pyproject's package-data): the default
+embedder loads it with nothing set, offline. Its `chronomem-model.json` says what it is; any model
+folder holding such a manifest with precision int8 runs as it is.
+
+A float32 folder given by CHRONOMEM_MODEL_PATH (with the default CHRONOMEM_EMBED_PRECISION=int8) still
+runs as its int8 copy, made once into CHRONOMEM_CACHE_DIR; that path is opt-in, never the default.
 
 Owns onnxruntime's quantisation. The copy holds the weights of every MatMul as int8 with a
 scale per output channel (dynamic quantisation: activations are quantised as they flow), the
@@ -31,8 +39,31 @@ log = logging.getLogger(__name__)
 INT8, FLOAT32 = EMBED_PRECISIONS
 
 MODEL_FILE = "model.onnx"
+#: The file beside a model saying what it is (model, dim, precision, recipe, checksums): scripts/build_model.py.
+MANIFEST = "chronomem-model.json"
 #: Changes whenever the way the copy is made changes, so an old copy is never reused.
 RECIPE = "dynamic-int8-matmul-per-channel-1"
+
+
+def packaged_model_dir() -> Path:
+    """The int8 all-MiniLM-L6-v2 shipped inside the package (may be absent in a checkout without it)."""
+    return Path(__file__).resolve().parent / "model"
+
+
+def manifest(folder: Path) -> dict[str, object]:
+    """The folder's chronomem-model.json, or {} when it has none or it does not read."""
+    import json
+
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def folder_precision(folder: Path) -> str:
+    """int8 when the folder's manifest says its model already is, else float32 (an ONNX export as published)."""
+    return INT8 if manifest(folder).get("precision") == INT8 else FLOAT32
 
 
 def default_cache_root() -> Path:
@@ -68,12 +99,13 @@ def int8_copy(source: Path, cache_root: Path | None = None) -> Path:
     for item in source.iterdir():
         if item.is_file() and item.name != MODEL_FILE and not item.name.startswith("."):
             _place(target / item.name, lambda tmp, item=item: shutil.copyfile(item, tmp))
-    _place(target / MODEL_FILE, lambda tmp: _quantize(source / MODEL_FILE, tmp))
+    _place(target / MODEL_FILE, lambda tmp: quantize(source / MODEL_FILE, tmp))
     log.info("made the int8 copy of %s in %s", source / MODEL_FILE, target)
     return target
 
 
-def _quantize(model: Path, out: Path) -> None:
+def quantize(model: Path, out: Path) -> None:
+    """Write the int8 form of the float32 ONNX `model` to `out` (the recipe RECIPE names; deterministic)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with _without_preprocessing_advice():

@@ -11,6 +11,7 @@ event loop keeps answering; after each call the consolidator gets its turn.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -54,6 +55,91 @@ Kinds = Annotated[list[str] | None, Field(description="Only `fact` and/or `chunk
 IdAlias = Annotated[str | None, Field(description="Alias of id.")]
 
 
+#: A UTF-16 surrogate standing alone in a decoded string: JSON's "\ud800" escape without its pair. It cannot be
+#: encoded as UTF-8, so a reply echoing it would never be written (the client would wait for nothing).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+INVALID_PARAMS = -32602
+
+
+def lone_surrogate_at(value: Any, where: str = "params") -> str | None:
+    """The path of the first string (or key) in `value` holding a lone surrogate, else None."""
+    if isinstance(value, str):
+        return where if _LONE_SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _LONE_SURROGATE.search(key):
+                return f"{where} (a key)"
+            found = lone_surrogate_at(item, f"{where}.{key}")
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = lone_surrogate_at(item, f"{where}.{index}")
+            if found:
+                return found
+    return None
+
+
+async def reject_malformed_unicode(ctx: Any, call_next: Any) -> Any:
+    """Server middleware: a request whose params hold a lone surrogate gets a JSON-RPC error naming where."""
+    where = lone_surrogate_at(getattr(ctx, "params", None))
+    if where is not None and getattr(ctx, "request_id", None) is not None:
+        from mcp.shared.exceptions import MCPError
+
+        raise MCPError(INVALID_PARAMS, _surrogate_message(where))
+    if where is not None:
+        return None  # a notification gets no reply: drop it
+    return await call_next(ctx)
+
+
+def unreadable_request_reply(exc: Exception) -> Any:
+    """For a line the transport could not parse: a JSON-RPC error for its id when Python reads it as a request
+    whose params hold a lone surrogate, else None (garbage without an id stays unanswered, as before)."""
+    import json
+
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    try:
+        line = exc.errors()[0]["input"]  # type: ignore[attr-defined]  # pydantic's ValidationError keeps the line
+        message = json.loads(line)
+    except Exception:
+        return None
+    if not isinstance(message, dict) or not isinstance(message.get("id"), (int, str)) or "method" not in message:
+        return None
+    if isinstance(message["id"], str) and _LONE_SURROGATE.search(message["id"]):
+        return None
+    where = lone_surrogate_at(message.get("params")) or lone_surrogate_at(message.get("method"), "method")
+    if where is None:
+        return None
+    error = ErrorData(code=INVALID_PARAMS, message=_surrogate_message(where))
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=message["id"], error=error))
+
+
+def _surrogate_message(where: str) -> str:
+    return (
+        f"{where} holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not text: "
+        "send valid Unicode"
+    )
+
+
+def unknown_arguments(server: MCPServer[Any], name: str, arguments: Any) -> str | None:
+    """A one-line error when `arguments` names a parameter tool `name` does not take, listing those it does."""
+    if not isinstance(arguments, dict):
+        return None
+    tool = server._tool_manager.get_tool(name) if hasattr(server, "_tool_manager") else None
+    accepted = list((getattr(tool, "parameters", None) or {}).get("properties", {}))
+    if not accepted:
+        return None
+    unknown = sorted(str(key) for key in arguments if key not in accepted)
+    if not unknown:
+        return None
+    noun = "argument" if len(unknown) == 1 else "arguments"
+    shown = ", ".join(key if key.isprintable() and len(key) <= 40 else repr(key[:40]) for key in unknown[:5])
+    more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    return f"unknown {noun} {shown}{more}; {name} accepts {', '.join(accepted)}"
+
+
 def _pick(primary: Any, alias: Any, name: str, alias_name: str) -> Any:
     if primary is not None and alias is not None and primary != alias:
         raise ToolError(f"pass {name} or {alias_name}, not both")
@@ -66,6 +152,33 @@ class ChronomemServer(MCPServer[Any]):
 
     workspaces: Workspaces | None = None
 
+    async def run_stdio_async(self) -> None:
+        """mcp's stdio transport, with an answer to a request its JSON parser refuses but Python's reads.
+
+        pydantic's JSON parser rejects a lone surrogate escape ("\\ud800") as invalid JSON, and the transport then
+        drops the line without a reply: the client waits out its timeout. Such a line that still reads as a
+        request with an id gets a JSON-RPC invalid-params error saying why.
+        """
+        from mcp.server.stdio import stdio_server
+        from mcp.shared._context_streams import create_context_streams
+
+        async with stdio_server() as (read_stream, write_stream):
+            forward, received = create_context_streams[Any](0)
+
+            async def pump() -> None:
+                async with forward:
+                    async for item in read_stream:
+                        reply = unreadable_request_reply(item) if isinstance(item, Exception) else None
+                        if reply is not None:
+                            await write_stream.send(reply)
+                        else:
+                            await forward.send(item)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(pump)
+                await self._lowlevel_server.run(received, write_stream, self._lowlevel_server.create_initialization_options())
+                tasks.cancel_scope.cancel()
+
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         token = REQUEST_CONTEXT.set(context)  # static resources get no Context; the brief's handler reads it here
         try:
@@ -74,6 +187,9 @@ class ChronomemServer(MCPServer[Any]):
             REQUEST_CONTEXT.reset(token)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        unknown = unknown_arguments(self, name, arguments)
+        if unknown is not None:
+            raise ToolError(f"invalid arguments for {name}: {unknown}")
         if self.workspaces is not None and context is not None:
             arguments = await self.workspaces.fill_project(self, name, arguments, context)
         try:
@@ -121,7 +237,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         version=__version__,
         lifespan=lifespan,
         log_level=svc.settings.log_level if svc.settings.log_level in _LEVELS else "WARNING",
-        middleware=[workspaces.middleware],
+        middleware=[reject_malformed_unicode, workspaces.middleware],
     )
     server.workspaces = workspaces
     limiter = anyio.CapacityLimiter(4)
@@ -161,10 +277,15 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
     async def remember(
         content: Annotated[str | None, Field(description="The statement to keep, verbatim.")] = None,
         facts: Annotated[
-            list[FactInput] | None,
+            # each item is checked on its own (tools.remember.parse_facts): a malformed fact is refused and
+            # reported, and the note is stored all the same
+            list[FactInput | dict[str, Any]] | None,
             Field(
-                description="Optional structured facts stated by the content. A fact on the same "
-                "(subject, predicate) with a different object invalidates the older one."
+                description="Structured facts the content states, one per value that may change later: "
+                "subject (what it is about), predicate (which attribute), object (its value now), e.g. "
+                '{"subject": "billing-api", "predicate": "port", "object": "8080"}. A fact on the same '
+                "(subject, predicate) with a different object invalidates the older one. A malformed fact is "
+                "refused and listed in `refused_facts`; the note is stored all the same."
             ),
         ] = None,
         valid_from: Annotated[

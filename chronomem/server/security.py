@@ -125,6 +125,60 @@ class BearerTokenMiddleware:
         await send({"type": "http.response.body", "body": body})
 
 
+#: What fixes each of `mcp`'s DNS-rebinding refusals, appended to its reply body.
+_REFUSAL_FIXES = {
+    (421, b"Invalid Host header"): (
+        "Host", "CHRONOMEM_ALLOWED_HOSTS",
+        "this server answers to loopback names and the address it is bound to",
+    ),
+    (403, b"Invalid Origin header"): (
+        "Origin", "CHRONOMEM_ALLOWED_ORIGINS",
+        "this server accepts browser origins on loopback names and the address it is bound to",
+    ),
+}
+
+
+class ExplainRefusals:
+    """ASGI middleware: `mcp`'s bare 421 "Invalid Host header" / 403 "Invalid Origin header" replies name the
+    header value refused and the setting that admits it (CHRONOMEM_ALLOWED_HOSTS / _ORIGINS)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: dict[str, Any] = {}
+
+        async def explain(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message["status"] in (403, 421):
+                held["start"] = message
+                held["body"] = b""
+                return
+            if "start" not in held:
+                await send(message)
+                return
+            held["body"] += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            start, body = held.pop("start"), held.pop("body")
+            fix = _REFUSAL_FIXES.get((start["status"], body.strip()))
+            if fix is not None:
+                header, setting, who = fix
+                value = next((v.decode("latin-1") for k, v in scope.get("headers") or [] if k.decode("latin-1").lower() == header.lower()), "")
+                body = (
+                    f"{body.decode().strip()}: {header} {value!r} is not allowed; {who}. To allow it, start the "
+                    f"server with {setting}={value or '<value>'} (comma-separated; * turns the check off)\n"
+                ).encode()
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, explain)
+
+
 def serve_network(
     server: Any,
     transport: str,
@@ -144,6 +198,7 @@ def serve_network(
         app = server.sse_app(transport_security=security, host=host)
     else:
         app = server.streamable_http_app(transport_security=security, host=host)
+    app = ExplainRefusals(app)
     if token:
         app = BearerTokenMiddleware(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())

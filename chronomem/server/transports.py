@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Literal
 
@@ -32,9 +33,31 @@ def serve(
         check_exposure(host, token)  # before anything starts: a refusal is one line
     limit_arenas()  # before the model's and the store's worker threads start
     server = build_server(svc)
+    print(start_line(svc, transport, host, port), file=sys.stderr, flush=True)
     if transport == "stdio":
         server.run("stdio")
     elif transport in ("sse", "http"):
         serve_network(server, transport, host, port, token, allowed_hosts, allowed_origins)
     else:  # pragma: no cover - the CLI restricts the choices
         raise ValueError(f"unknown transport {transport!r}")
+
+
+def address(transport: Transport, host: str, port: int) -> str:
+    """Where a client reaches the server: `stdin/stdout`, or the URL of the SSE / streamable HTTP endpoint."""
+    if transport == "stdio":
+        return "stdin/stdout"
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}{'/sse' if transport == 'sse' else '/mcp'}"
+
+
+def start_line(svc: MemoryService, transport: Transport, host: str = "127.0.0.1", port: int = 8765) -> str:
+    """The one line `serve` writes to stderr for a person: version, store, transport, address, model."""
+    from chronomem import __version__
+
+    embedder = svc.embedder
+    source = getattr(embedder, "source", None)
+    model = embedder.name + (f" ({source})" if source else "")
+    return (
+        f"chronomem {__version__} serving MCP over {transport} at {address(transport, host, port)}; "
+        f"store {svc.settings.store_path}; model {model}"
+    )

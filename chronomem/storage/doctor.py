@@ -2,15 +2,19 @@
 
 LanceDB commits are atomic (a new manifest appears whole or not at all), so a killed
 process never damages a store; disks, sync tools and hand edits can. `check` opens the
-table, reads every row of the newest version and runs a full-text query. `repair`
-never deletes: an unreadable newest manifest is moved to `<store>/quarantine/<time>/`,
-the table is rolled back (LanceDB `restore`, a new version) to the newest version whose
-rows all read, and an unreadable full-text index is rebuilt. What a repair cannot save
-needs the directory moved aside and an export imported (`chronomem import`).
+table, reads every row of the newest version, runs a full-text query, and compares the
+table with what was acknowledged (storage/ledger.py: a lost newest manifest opens the table
+at an older version, silently, otherwise) and with the newest backup (storage/backup.py).
+`repair` salvages rather than rolls back, and never deletes: an unreadable newest manifest is
+moved to `<store>/quarantine/<time>/`, every row that still reads is kept (row by row around a
+damaged data file), merged with the newest backup (latest state of each row wins), written as a
+new version, and what could not be recovered is named by id. Failures that are the machine's
+(full disk, quota, read-only or forbidden store) are named as such and never called damage.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -28,7 +32,7 @@ log = logging.getLogger(__name__)
 
 #: Files chronomem itself keeps beside the table (locks, the consolidator's state, quarantined manifests);
 #: any other entry, hidden files aside, makes a directory foreign.
-OWN_ENTRIES = {f"{TABLE_NAME}.lance", "quarantine"}
+OWN_ENTRIES = {f"{TABLE_NAME}.lance", "quarantine", "backups"}
 OWN_PREFIXES = (".", "consolidate-state")
 QUARANTINE = "quarantine"
 _RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
@@ -45,9 +49,60 @@ def recovery_hint(path: Path | str) -> str:
     return f"run `chronomem doctor --store {path} --repair`, or move the directory aside and `chronomem import` an export"
 
 
+#: errno → what it is and what to do, for failures that are the machine's, not the store's: nothing is damaged.
+_RESOURCE_ERRORS = {
+    errno.ENOSPC: ("the disk is full", "free some space and retry"),
+    errno.EDQUOT: ("the disk quota is used up", "free some space or raise the quota, and retry"),
+    errno.EFBIG: ("a file grew past the size limit of this process or file system", "raise the limit (ulimit -f) and retry"),
+    errno.EROFS: ("the store is on a read-only file system", "mount it read-write or point --store elsewhere"),
+    errno.EACCES: ("permission denied", "give this user write access to the store directory"),
+    errno.EPERM: ("operation not permitted", "give this user write access to the store directory"),
+}
+#: The same errors as LanceDB's Rust core words them ("… (os error 28)") when it does not pass an errno on.
+_OS_ERROR = re.compile(r"os error (\d+)")
+_RESOURCE_WORDS = {
+    "No space left on device": errno.ENOSPC,
+    "Disk quota exceeded": errno.EDQUOT,
+    "File too large": errno.EFBIG,
+    "Read-only file system": errno.EROFS,
+    "Permission denied": errno.EACCES,
+}
+
+
+def resource_errno(exc: BaseException) -> int | None:
+    """The errno when `exc` (or what caused it) is a full disk, a quota, a read-only or forbidden store."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _RESOURCE_ERRORS:
+            return current.errno
+        text = str(current)
+        for number in _OS_ERROR.findall(text):
+            if int(number) in _RESOURCE_ERRORS:
+                return int(number)
+        for words, number in _RESOURCE_WORDS.items():
+            if words in text:
+                return number
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def resource_error(path: Path | str, exc: BaseException, doing: str = "write to") -> StoreError | None:
+    """The one-line error for a full disk, quota, read-only or permission failure (the store is not damaged)."""
+    number = resource_errno(exc)
+    if number is None:
+        return None
+    what, fix = _RESOURCE_ERRORS[number]
+    return StoreError(
+        f"cannot {doing} the store at {path}: {what} ({errno.errorcode.get(number, number)}); {fix}. "
+        "The store is not damaged: every acknowledged memory is still there"
+    )
+
+
 def is_damage(exc: BaseException) -> bool:
     """True when a LanceDB failure says the files on disk are missing or unreadable."""
-    if isinstance(exc, StoreError):
+    if isinstance(exc, StoreError) or resource_errno(exc) is not None:
         return False
     text = str(exc)
     return isinstance(exc, RuntimeError | OSError | ValueError) and any(m in text for m in _DAMAGE_MARKERS)
@@ -118,7 +173,8 @@ def _fts_works(table: Any) -> bool:
 
 
 def check(path: Path | str) -> Checkup:
-    """Open the store read-only and read all of it; say what is wrong, if anything."""
+    """Open the store read-only and read all of it, compare it with what was acknowledged (the ledger and the
+    newest backup); say what is wrong, if anything, and how old the last backup is."""
     path = Path(path)
     report = Checkup(str(path))
     if not path.exists():
@@ -133,11 +189,13 @@ def check(path: Path | str) -> Checkup:
         return report
     if not (path / f"{TABLE_NAME}.lance").exists():
         report.notes.append("empty (a store is created on first use)")
+        _note_acknowledged(path, report, None, set())
         return report
     try:
         table = _connect(path).open_table(TABLE_NAME)
     except Exception as exc:
         report.fail(f"the table does not open: {error_line(exc)}")
+        _note_backup(path, report)
         return report
     if (table.schema.metadata or {}).get(SCHEMA_VERSION_KEY) is None:
         report.fail(f"the `{TABLE_NAME}` table here was not written by chronomem")
@@ -145,37 +203,225 @@ def check(path: Path | str) -> Checkup:
     report.version = int(table.version)
     report.versions = len(table.list_versions())
     try:
-        report.rows = _read_all(table)
+        everything = table.to_arrow()
+        report.rows = int(everything.num_rows)
+        ids = set(everything.column("id").to_pylist())
     except Exception as exc:
         report.fail(f"version {report.version} does not read: {error_line(exc)}")
-        return report
-    try:
-        _fts_works(table)
-    except Exception as exc:
-        report.fail(f"the full-text index does not read: {error_line(exc)}")
+        try:
+            rows, unreadable = salvage_rows(table)
+        except Exception as salvage_exc:
+            report.notes.append(f"its rows cannot be counted either ({error_line(salvage_exc)})")
+            return report
+        report.notes.append(f"{rows.num_rows} of {rows.num_rows + unreadable} rows still read; `--repair` keeps them")
+        ids = set(rows.column("id").to_pylist())
+    else:
+        try:
+            _fts_works(table)
+        except Exception as exc:
+            report.fail(f"the full-text index does not read: {error_line(exc)}")
+    _note_acknowledged(path, report, int(table.count_rows()), ids)
     return report
 
 
+def _note_acknowledged(path: Path, report: Checkup, rows: int | None, ids: set[str]) -> None:
+    """Compare the table with the ledger and the newest backup: a regression is damage, named by its ids."""
+    from chronomem.storage import ledger as ledger_mod
+
+    acked = ledger_mod.read(path)
+    if acked is not None:
+        version = report.version or 0
+        lost = ledger_mod.regression(path, version, rows or 0)
+        if lost is not None:
+            missing = [i for i in acked.ids_after(version) if i not in ids]
+            known = f": {', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}" if missing else ""
+            report.fail(f"{lost}{known}")
+        for loss in acked.losses[-3:]:
+            n = len(loss.get("ids", [])) or int(loss.get("rows", 0))
+            report.notes.append(f"a repair at {str(loss.get('at'))[:19]} could not recover {n} memories")
+    compare = report.version is not None and (acked is None or latest_backup_version(path) >= acked.based)
+    _note_backup(path, report, ids if compare else None)
+
+
+def latest_backup_version(path: Path) -> int:
+    from chronomem.storage.backup import latest_backup
+
+    newest = latest_backup(path)
+    return newest.version if newest is not None else -1
+
+
+def _note_backup(path: Path, report: Checkup, ids: set[str] | None = None) -> None:
+    from chronomem.storage.backup import BACKUP_INTERVAL, describe_age, latest_backup
+
+    newest = latest_backup(path)
+    if newest is None:
+        report.notes.append(
+            f"no backup yet (the consolidator takes one every {int(BACKUP_INTERVAL.total_seconds() // 3600)} h of "
+            "changes; `chronomem backup` takes one now)"
+        )
+        return
+    try:
+        rows = newest.rows
+    except Exception as exc:
+        report.notes.append(f"the last backup, {newest.path.name}, does not read ({error_line(exc)})")
+        return
+    report.notes.append(
+        f"last backup {describe_age(newest.age())} ago (version {newest.version}, {rows} rows): {newest.path}"
+    )
+    if ids is not None and report.ok:
+        from chronomem.storage.backup import read_backup
+
+        try:
+            backed = read_backup(newest.path).column("id").to_pylist()
+        except Exception:
+            return
+        missing = [i for i in backed if i not in ids]
+        if missing:
+            report.fail(
+                f"{len(missing)} memories of the last backup are not in the table: "
+                f"{', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}"
+            )
+
+
+#: Rows one `take` of a salvage reads; a failing batch is split in halves down to single rows.
+SALVAGE_BATCH = 1024
+
+
+def salvage_rows(table: Any) -> tuple[Any, int]:
+    """Every row of the table's current version that still reads, and how many do not.
+
+    The row count comes from the manifest; rows are read by offset (`take_offsets`), a batch at a time, and a
+    batch that fails is split until the unreadable rows are singled out — so one damaged data file costs
+    its own rows, not every row after it."""
+    import pyarrow as pa
+
+    total = int(table.count_rows())
+    parts: list[Any] = []
+    unreadable = 0
+
+    def read(lo: int, hi: int) -> None:
+        nonlocal unreadable
+        try:
+            parts.append(table.take_offsets(list(range(lo, hi))).to_arrow())
+        except Exception:
+            if hi - lo == 1:
+                unreadable += 1
+                return
+            mid = (lo + hi) // 2
+            read(lo, mid)
+            read(mid, hi)
+
+    for lo in range(0, total, SALVAGE_BATCH):
+        read(lo, min(lo + SALVAGE_BATCH, total))
+    schema = table.schema
+    rows = pa.concat_tables([p.select(schema.names).cast(schema) for p in parts]) if parts else schema.empty_table()
+    return rows, unreadable
+
+
+def _state_rank(rows: Any) -> list[int]:
+    """How far along its life each row's state is: expired (retracted) and invalidated states are later ones."""
+    expired = rows.column("expired_at").is_valid().to_pylist()
+    invalid = rows.column("invalid_at").is_valid().to_pylist()
+    return [2 * int(e) + int(i) for e, i in zip(expired, invalid, strict=True)]
+
+
+def merge_latest(*sources: Any) -> Any:
+    """The rows of every source, one per id: its latest state (expired or invalidated wins), the earlier
+    source winning a tie (pass the table's rows before a backup's)."""
+    import pyarrow as pa
+
+    schema = sources[0].schema
+    tables = [t.select(schema.names).cast(schema) for t in sources]
+    both = pa.concat_tables(tables)
+    ids = both.column("id").to_pylist()
+    rank = _state_rank(both)
+    order = [s for s, t in enumerate(tables) for _ in range(t.num_rows)]
+    best: dict[str, int] = {}
+    for i, row_id in enumerate(ids):
+        j = best.get(row_id)
+        if j is None or (rank[i], -order[i]) > (rank[j], -order[j]):
+            best[row_id] = i
+    return both.take(sorted(best.values(), key=lambda i: ids[i]))
+
+
 def repair(path: Path | str) -> Checkup:
-    """Make the store open and read again, losing as little as possible; never delete a file."""
+    """Make the store open and read again, keeping every row that still reads; never delete a file.
+
+    Unreadable newest manifests are moved to `quarantine/`; then every row of the newest version that
+    opens is read on its own terms (`salvage_rows`), merged by id with the newest backup (the latest state
+    of each row wins), and — when that differs from what the table reads — written as a new version (the
+    old versions stay). What neither holds is reported by id: the ids the ledger acknowledged or the backup
+    held that are nowhere. The ledger is then rebased on the repaired table."""
+    from chronomem.storage import ledger as ledger_mod
+    from chronomem.storage.backup import latest_backup, read_backup
+
     path = Path(path)
     before = check(path)
     if before.ok or not (path / f"{TABLE_NAME}.lance").exists():
         return before
     actions: list[str] = []
     table = _open_quarantining(path, actions)
-    if table is not None:
-        _roll_back_to_readable(table, actions)
+    if table is None:
+        after = check(path)
+        after.actions = actions
+        return after
+    opened = int(table.version)
+    rows, unreadable = salvage_rows(table)
+    sources = [rows]
+    newest = latest_backup(path)
+    backup_rows = None
+    if newest is not None:
         try:
-            _fts_works(table)
-        except Exception:
-            from lancedb.index import FTS
+            backup_rows = read_backup(newest.path)
+            sources.append(backup_rows)
+        except Exception as exc:
+            actions.append(f"the backup {newest.path.name} does not read ({error_line(exc)})")
+    merged = merge_latest(*sources) if len(sources) > 1 else rows
+    acked = ledger_mod.read(path)
+    wanted = set(acked.recent_ids() if acked else []) | set(
+        backup_rows.column("id").to_pylist() if backup_rows is not None else []
+    )
+    have = set(merged.column("id").to_pylist())
+    lost = sorted(wanted - have)
+    from_backup = len(have - set(rows.column("id").to_pylist()))
+    changed = unreadable > 0 or from_backup > 0 or merged.num_rows != rows.num_rows or _state_differs(rows, merged)
+    if changed:
+        table.add(merged.cast(table.schema), mode="overwrite")
+        source = f" and {from_backup} from the backup {newest.path.name}" if from_backup and newest else ""
+        actions.append(
+            f"salvaged {rows.num_rows} rows that still read in version {opened}"
+            + (f" ({unreadable} did not)" if unreadable else "")
+            + source
+            + f": wrote {merged.num_rows} rows as version {int(table.version)} (older versions kept)"
+        )
+    try:
+        _fts_works(table)
+    except Exception:
+        from lancedb.index import FTS
 
-            table.create_index("content", config=FTS(), replace=True)
-            actions.append("rebuilt the full-text index")
+        table.create_index("content", config=FTS(), replace=True)
+        actions.append("rebuilt the full-text index")
+    if lost:
+        actions.append(
+            f"{len(lost)} acknowledged memor{'y' if len(lost) == 1 else 'ies'} could not be recovered: {', '.join(lost)}"
+        )
+    elif unreadable:
+        actions.append(f"{unreadable} unreadable rows could not be recovered (their ids are not known)")
+    ledger_mod.rebase(path, int(table.version), int(table.count_rows()), lost, 0 if lost else unreadable)
     after = check(path)
     after.actions = actions
     return after
+
+
+def _state_differs(rows: Any, merged: Any) -> bool:
+    """Whether a merge changed the state (expired / invalidated) of a row the table holds."""
+    return _state_rank(rows.sort_by("id")) != _state_rank(merged.filter(_in(merged, rows)).sort_by("id"))
+
+
+def _in(merged: Any, rows: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.is_in(merged.column("id"), value_set=rows.column("id"))
 
 
 def _open_quarantining(path: Path, actions: list[str]) -> Any:
@@ -208,24 +454,49 @@ def _manifest_version(manifest: Path) -> int:
     return (2**64 - 1) - number if number > 2**63 else number
 
 
-def _roll_back_to_readable(table: Any, actions: list[str]) -> None:
+def restore_backup(store_path: Path | str, file: Path | str, replace: bool = False) -> tuple[int, int]:
+    """Make the table exactly the backup's rows, as a new version (old versions kept); (rows, version).
+
+    A table that holds rows is replaced only with `replace` (its current state is backed up first when it
+    reads); a table that does not open is moved to `quarantine/` whole and created again from the backup."""
+    from chronomem.errors import InvalidInput
+    from chronomem.storage import ledger
+    from chronomem.storage.backup import BACKUP_KEEP, read_backup, write_backup
+
+    store_path = Path(store_path)
     try:
-        _read_all(table)
-        return
+        rows = read_backup(file)
+    except FileNotFoundError:
+        raise InvalidInput(f"no such backup: {file}") from None
     except Exception as exc:
-        latest, reason = int(table.version), error_line(exc)
-    for info in sorted(table.list_versions(), key=lambda v: v["version"], reverse=True):
-        version = int(info["version"])
-        if version >= latest:
-            continue
+        raise InvalidInput(f"{file} is not a chronomem backup ({error_line(exc)})") from None
+    store_path.mkdir(parents=True, exist_ok=True)
+    db = _connect(store_path)
+    table = None
+    if (store_path / f"{TABLE_NAME}.lance").exists():
         try:
-            table.checkout(version)
-            rows = _read_all(table)
+            table = db.open_table(TABLE_NAME)
+            held = int(table.count_rows())
         except Exception:
-            continue
-        table.checkout_latest()
-        table.restore(version)
-        actions.append(f"rolled back from version {latest} ({reason}) to version {version} ({rows} rows)")
-        return
-    table.checkout_latest()
-    actions.append(f"no older version reads either ({reason})")
+            stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+            aside = store_path / QUARANTINE / stamp
+            aside.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(store_path / f"{TABLE_NAME}.lance"), str(aside / f"{TABLE_NAME}.lance"))
+            table, held = None, 0
+            db = _connect(store_path)
+        if table is not None and held and not replace:
+            raise StoreError(
+                f"the store at {store_path} holds {held} rows: pass --replace to make it the backup's "
+                f"{rows.num_rows} rows (its current state is backed up first), or restore into a new --store"
+            )
+        if table is not None and held:
+            try:
+                write_backup(store_path, table.to_arrow(), int(table.version), keep=BACKUP_KEEP + 1)
+            except Exception:  # a state that does not read cannot be backed up: the restore still goes on
+                pass
+    if table is None:
+        table = db.create_table(TABLE_NAME, data=rows)
+    else:
+        table.add(rows.select(table.schema.names).cast(table.schema), mode="overwrite")
+    ledger.rebase(store_path, int(table.version), int(table.count_rows()))
+    return rows.num_rows, int(table.version)

@@ -322,6 +322,14 @@ def erase(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # LanceDB warns that cleanup_older_than=0 ends old readers: intended
         table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+    # The backups hold the purged text too: they go, and the purged table is backed up afresh.
+    from chronomem.storage import ledger
+    from chronomem.storage.backup import drop_backups, take_backup
+
+    store._now_at()
+    ledger.rebase(store.path, int(table.version), int(table.count_rows()))
+    if drop_backups(store.path) and keep.num_rows:
+        take_backup(store)
     return PurgeReport(
         removed=everything.num_rows - keep.num_rows, kept=keep.num_rows, reasons_scrubbed=len(plan.scrub_reasons)
     )

@@ -23,7 +23,8 @@ from chronomem.config import DEFAULT_READ_INDEX_ROWS
 from chronomem.errors import StoreError
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.storage.commitwatch import CommitWatch
-from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint
+from chronomem.storage import ledger
+from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint, resource_error
 from chronomem.storage.filters import Filter
 from chronomem.storage.schema import (
     EMBED_MODEL_KEY,
@@ -168,7 +169,14 @@ class MemoryStore:
         except StoreError:
             raise
         except Exception as exc:  # a damaged directory: say so in one line, with the way out
+            known = resource_error(path, exc, "open")  # a full disk or a read-only store is not damage
+            if known is not None:
+                raise known from exc
             raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
+        # No silent rollback: the table must hold at least what was acknowledged (one small read, one compare).
+        lost = ledger.regression(path, int(table.version), int(table.count_rows()))
+        if lost is not None:
+            raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
         store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
         store._session = session
         store.ensure_indexes()
@@ -216,7 +224,10 @@ class MemoryStore:
 
             # Damaged files are reported, with the recovery command, by the search that meets them; anything
             # else would leave every search slow without a word.
-            report = log.debug if is_damage(exc) else log.warning
+            from chronomem.storage.doctor import resource_errno
+
+            # A full disk (its spill file) is said by the write that meets it, in one line.
+            report = log.debug if is_damage(exc) else log.info if resource_errno(exc) else log.warning
             report("the read index could not be built (%s: %s); LanceDB answers searches", type(exc).__name__, exc)
             log.debug("read index build failure", exc_info=True)
             self._index_off = True
@@ -361,10 +372,11 @@ class MemoryStore:
         table = self._table
         before = self._version
         started = time.perf_counter()
-        table.optimize(cleanup_older_than=retention)
+        self._guard(lambda: table.optimize(cleanup_older_than=retention))
         self.last_optimize_seconds = time.perf_counter() - started
         self.commits_since_optimize = 0
         self._now_at()
+        self._acknowledge(None)
         if index is not None and index.version == before:
             # Every caller holds the write lock (service.writing), so the versions made since `before` are this
             # optimize's own: compaction and index folding, which change no row the read index holds.
@@ -384,8 +396,13 @@ class MemoryStore:
         """
         from lancedb.index import HnswSq
 
-        self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True, name=VECTOR_INDEX_NAME)
+        self._guard(
+            lambda: self._table.create_index(
+                "vector", config=HnswSq(distance_type="cosine"), replace=True, name=VECTOR_INDEX_NAME
+            )
+        )
         self._after_write(None, None)  # written without the lock: others may have committed too, so catch up by diff
+        self._acknowledge(None)
 
     # ------------------------------------------------------------------ writing
     def _arrow(self, records: Sequence[MemoryRecord]) -> Any:
@@ -399,7 +416,7 @@ class MemoryStore:
         """Append new rows in one commit."""
         if records:
             data = self._arrow(records)
-            self._after_write(data, self._table.add(data).version)
+            self._commit(data, lambda: self._table.add(data))
 
     def add_arrow(self, table: Any) -> None:
         """Append a prepared Arrow table (the table's columns, vectors as fixed-size lists) in one commit.
@@ -410,7 +427,7 @@ class MemoryStore:
         if table.num_rows:
             schema = memories_schema(self.dim, self.embed_model)
             data = table.select(schema.names).cast(schema)
-            self._after_write(data, self._table.add(data).version)
+            self._commit(data, lambda: self._table.add(data))
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """Insert new rows and replace existing ones (by id) in one atomic commit."""
@@ -418,7 +435,61 @@ class MemoryStore:
             return
         data = self._arrow(records)
         merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-        self._after_write(data, merge.execute(data).version)
+        self._commit(data, lambda: merge.execute(data))
+
+    # ------------------------------------------------------------------ acknowledging
+    def _guard(self, write: Callable[[], _Found]) -> _Found:
+        """Run a write; a full disk, a quota, a read-only or forbidden store becomes its one-line StoreError."""
+        try:
+            return write()
+        except Exception as exc:
+            known = resource_error(self.path, exc)
+            if known is not None:
+                raise known from exc
+            raise
+
+    def _commit(self, data: Any, write: Callable[[], Any]) -> None:
+        """Commit `data` (`write` returns LanceDB's result, with the version), read it back, acknowledge it."""
+        self._after_write(data, self._guard(write).version)
+        self._acknowledge(data)
+
+    def _acknowledge(self, data: Any) -> None:
+        """Read our rows back from the committed version, then record it in the ledger (storage/ledger.py).
+
+        The rows a commit writes are the table's last ones at that version (an append's fragments, and a
+        merge's rewritten and new rows, go after every existing fragment): one `take` of those offsets reads
+        just the new fragment (~1 ms), and the row count comes from the manifest. Should they not be there (a
+        commit by another process landing after ours), a filtered count by id decides. A write that does not
+        read back raises instead of returning: the caller gets no id for it."""
+        handle = self._handle  # at the version this process just committed
+        version = int(handle.version)
+        ids: list[str] = [] if data is None else data.column("id").to_pylist()
+        try:
+            total = int(handle.count_rows())
+            if ids:
+                tail = handle.take_offsets(list(range(max(total - len(ids), 0), total))).select(["id"]).to_arrow()
+                if sorted(tail.column("id").to_pylist()) != sorted(ids):
+                    wanted = set(ids)
+                    if int(handle.count_rows(Filter().ids(sorted(wanted)).sql())) < len(wanted):
+                        raise StoreError(
+                            f"a write committed as version {version} of the store at {self.path} does not hold its "
+                            f"rows when read back: it is not acknowledged; {recovery_hint(self.path)}"
+                        )
+        except StoreError:
+            raise
+        except Exception as exc:
+            known = resource_error(self.path, exc, "read")
+            raise known or StoreError(
+                f"a write committed as version {version} of the store at {self.path} does not read back "
+                f"({error_line(exc)}): it is not acknowledged; {recovery_hint(self.path)}"
+            ) from exc
+        try:
+            ledger.acknowledge(self.path, version, total, ids)
+        except OSError as exc:
+            raise resource_error(self.path, exc) or StoreError(
+                f"version {version} of the store at {self.path} is committed but its acknowledgement could not be "
+                f"recorded ({exc.strerror or exc})"
+            ) from exc
 
     # ------------------------------------------------------------------ bi-temporal changes
     @staticmethod

@@ -8,6 +8,7 @@ on every fact it carries, so `recall` can tell when those files have changed sin
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -29,33 +30,39 @@ from chronomem.records import (
 from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.timeparse import iso, parse_time
-from chronomem.tools.results import Anchor, FactResult, Redaction, RememberResult
+from chronomem.tools.results import Anchor, FactResult, Redaction, RefusedFact, RememberResult
 from chronomem.tools.validate import require_text, string_list
 
 SOURCES = ("agent", "rules", "llm", "import")
 
 
-def parse_facts(facts: Any) -> list[FactInput]:
+def parse_facts(facts: Any) -> tuple[list[tuple[int, FactInput]], list[RefusedFact]]:
+    """The well-formed facts (each with its place in the list) and the refused ones with why.
+
+    A call whose `facts` is not a list at all, or is longer than the limit, is refused whole; one bad
+    item refuses only that item, so the note and its other facts are still stored.
+    """
     if facts is None:
-        return []
+        return [], []
     if isinstance(facts, dict | FactInput):
         facts = [facts]
     if not isinstance(facts, list | tuple):
         raise InvalidInput("facts must be a list of {subject, predicate, object, valid_from?} objects")
     if len(facts) > MAX_FACTS_PER_CALL:
         raise InvalidInput(f"facts has {len(facts)} items; the limit is {MAX_FACTS_PER_CALL} per call")
-    out = []
+    accepted: list[tuple[int, FactInput]] = []
+    refused: list[RefusedFact] = []
     for i, item in enumerate(facts):
         if isinstance(item, FactInput):
-            out.append(item)
+            accepted.append((i, item))
             continue
         try:
-            out.append(FactInput.model_validate(item))
+            accepted.append((i, FactInput.model_validate(item)))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "fact"
-            raise InvalidInput(f"facts[{i}].{where}: {first['msg']}") from None
-    return out
+            refused.append(RefusedFact(index=i, reason=f"facts[{i}].{where}: {first['msg']}"))
+    return accepted, refused
 
 
 def remember(
@@ -72,7 +79,8 @@ def remember(
     """Append `content` as a chunk (embedding + append, no LLM) and resolve its facts before returning."""
     text = require_text(content, "content", svc.settings.max_content_chars)
     scope = svc.project(project)
-    fact_inputs = parse_facts(facts)
+    numbered, refused = parse_facts(facts)
+    fact_inputs = [f for _, f in numbered]
     tag_list = string_list(tags, "tags")
     path_list = string_list(paths, "paths")
     if source not in SOURCES:
@@ -102,7 +110,17 @@ def remember(
         anchoring = codebase.anchor(path_list)
         path_list, anchors, notes = anchoring.paths, anchoring.anchors, anchoring.notes
     row_tags = tag_list + anchor_tags(anchors)
-    fact_times = [parse_time(f.valid_from, now, field="facts.valid_from") if f.valid_from else valid_at for f in fact_inputs]
+    fact_times: list[datetime] = []
+    kept: list[FactInput] = []
+    for (i, _), f in zip(numbered, fact_inputs, strict=True):
+        try:
+            fact_times.append(parse_time(f.valid_from, now, field=f"facts[{i}].valid_from") if f.valid_from else valid_at)
+        except InvalidInput as exc:
+            refused.append(RefusedFact(index=i, reason=str(exc)))
+            continue
+        kept.append(f)
+    fact_inputs = kept
+    refused.sort(key=lambda r: r.index)
 
     sentences = [fact_sentence(f.subject, f.predicate, f.object) for f in fact_inputs]
     vectors = svc.embedder.embed([text, *sentences])
@@ -171,6 +189,9 @@ def remember(
         summary += f" at commit {short(commit)}"
     if notes:
         summary += "; " + "; ".join(notes)
+    if refused:
+        noun = "fact" if len(refused) == 1 else "facts"
+        summary += f"; refused {len(refused)} {noun} (" + "; ".join(r.reason for r in refused) + ")"
     if guard.total:
         summary += f"; redacted {describe(guard.counts)} before storing"
     return RememberResult(
@@ -180,6 +201,7 @@ def remember(
         valid_at=iso(valid_at) or "",
         created_at=iso(now) or "",
         facts=fact_results,
+        refused_facts=refused,
         commit=commit,
         paths=path_list,
         anchors=[Anchor(path=p, blob=b) for p, b in sorted(anchors.items())],

@@ -156,12 +156,22 @@ class Anchor(BaseModel):
     blob: str = Field(description="Its git blob id (content hash) when the memory was written")
 
 
+class RefusedFact(BaseModel):
+    """A structured fact of a `remember` call that was not stored; the note itself was."""
+
+    index: int = Field(description="Its place in the call's `facts` list (0-based)")
+    reason: str = Field(description="What was wrong with it")
+
+
 class RememberResult(BaseModel):
     id: str = Field(description="Id of the stored chunk")
     project: str
     valid_at: str
     created_at: str
     facts: list[FactResult] = Field(default_factory=list)
+    refused_facts: list[RefusedFact] = Field(
+        default_factory=list, description="Facts that were not stored, and why (the note was stored all the same)"
+    )
     commit: str | None = Field(default=None, description="The repository's HEAD commit, recorded with the memory")
     paths: list[str] = Field(default_factory=list, description="The paths as stored, relative to the repository")
     anchors: list[Anchor] = Field(
@@ -178,6 +188,8 @@ class RememberResult(BaseModel):
         for f in self.facts:
             tail = f" (supersedes {f.supersedes})" if f.supersedes else ""
             lines.append(f"  fact {f.id}: {f.subject} {f.predicate} = {f.object!r} → {f.action}{tail}")
+        for r in self.refused_facts:
+            lines.append(f"  facts[{r.index}] refused: {r.reason}")
         return "\n".join(lines)
 
 

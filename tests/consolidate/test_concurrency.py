@@ -17,6 +17,9 @@ from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.tools import recall, remember
 from eval.bench_consolidate import PROJECT, bulk_chunks, synthetic_notes
+import pytest
+
+pytestmark = pytest.mark.slow  # benchmark-like: concurrent consolidators and writers
 
 CHUNKS = 2000
 #: The calls stop here even if the backlog is not done (a loaded machine); the rest is drained without calls.

@@ -8,7 +8,7 @@ import numpy as np
 
 from chronomem.embed import FastEmbedder
 from chronomem.embed.embedder import BULK_CHUNK
-from tests.conftest import model_dir
+from tests.conftest import fp32_model_dir, model_dir
 
 TEXTS = [
     f"[{day} May 2023] {who}: note {day} about the {topic} ({'detail ' * (day % 7)})"
@@ -56,7 +56,7 @@ def test_a_few_texts_or_one_worker_embed_on_the_calling_thread(tmp_path, monkeyp
 
 def test_the_float32_model_embeds_many_as_it_embeds_one(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path))
-    exact = FastEmbedder(model_path=model_dir(), precision="float32")
+    exact = FastEmbedder(model_path=fp32_model_dir(), precision="float32")
     many = exact.embed_many(TEXTS)
     assert exact._solo is None
     assert np.allclose(np.array(many), np.array(exact.embed(TEXTS)), atol=1e-5)

@@ -11,7 +11,7 @@ import pytest
 from chronomem.config import Settings
 from chronomem.embed import FastEmbedder
 from chronomem.embed.quantize import copy_folder, int8_copy
-from tests.conftest import model_dir
+from tests.conftest import fp32_model_dir as model_dir
 
 SENTENCES = [
     "We moved the CI cache from Redis to the filesystem to cut flaky timeouts.",
@@ -82,3 +82,49 @@ def test_precision_setting() -> None:
     assert Settings.from_env(store="/s", environ={"CHRONOMEM_EMBED_PRECISION": "fp4"}).embed_precision == "int8"
     with pytest.raises(ValueError, match="not one of int8, float32"):
         FastEmbedder(model_path=model_dir(), precision="fp16")
+
+
+def test_the_shipped_model_loads_with_nothing_set_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default embedder is the int8 model inside the package: no CHRONOMEM_MODEL_PATH, no cache, no hub."""
+    from chronomem.embed.quantize import manifest, packaged_model_dir
+
+    for name in ("CHRONOMEM_MODEL_PATH", "CHRONOMEM_MODEL", "CHRONOMEM_EMBED_PRECISION", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    settings = Settings.from_env(store=tmp_path / "store")
+    embedder = FastEmbedder(settings.model_name, settings.model_path, precision=settings.embed_precision)
+    assert len(embedder.embed(["shipped with the package"])[0]) == 384
+    assert embedder.source == "shipped" and embedder.precision == "int8"
+    assert embedder.name == "sentence-transformers/all-MiniLM-L6-v2#int8"  # stores written with the old int8 copy match
+    assert manifest(packaged_model_dir())["precision"] == "int8"
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "home").exists()
+
+
+def test_the_shipped_model_is_the_int8_copy_of_the_float32_export(tmp_path: Path) -> None:
+    """scripts/build_model.py's output is byte for byte the int8 copy of ../shared's float32 model."""
+    import hashlib
+
+    from chronomem.embed.quantize import manifest, packaged_model_dir
+
+    source = model_dir()
+    recorded = manifest(packaged_model_dir())
+    if hashlib.sha256((source / "model.onnx").read_bytes()).hexdigest() != recorded["source_model_sha256"]:
+        pytest.skip(f"{source} is not the model the shipped one was made from")
+    copy = int8_copy(source, tmp_path)
+    assert hashlib.sha256((copy / "model.onnx").read_bytes()).hexdigest() == recorded["model_sha256"]
+    assert hashlib.sha256((packaged_model_dir() / "model.onnx").read_bytes()).hexdigest() == recorded["model_sha256"]
+
+
+def test_a_named_model_the_hub_cannot_serve_is_one_line_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another fastembed name, not cached, hub unreachable: one ModelUnavailable line, no retries, no ERROR spam."""
+    from chronomem.embed import embedder as embedder_module
+    from chronomem.errors import ModelUnavailable
+
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "fastembed"))
+    monkeypatch.setattr(embedder_module, "_HUB", ("127.0.0.1", 9))  # the discard port: nothing listens
+    named = FastEmbedder(model_name="BAAI/bge-small-en-v1.5")
+    with pytest.raises(ModelUnavailable) as caught:
+        named.embed(["x"])
+    message = str(caught.value)
+    assert "\n" not in message and "unreachable" in message and "CHRONOMEM_MODEL_PATH" in message

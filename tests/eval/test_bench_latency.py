@@ -8,8 +8,11 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from chronomem.consolidate.upkeep import UPKEEP_MIN_UNINDEXED
 from eval.bench_latency import Config, Corpus, parse_size, run
+from tests.conftest import shared_dir
 
 CALLS = 3
 TOOLS = ("recall", "as_of", "remember")
@@ -27,7 +30,7 @@ def test_parse_size() -> None:
 
 
 def test_variants_are_distinct_texts_in_the_past() -> None:
-    corpus = Corpus.load("../shared/data/locomo")
+    corpus = Corpus.load(shared_dir("data", "locomo"))
     n = len(corpus.turns)
     rows = [corpus.variant(i) for i in [*range(0, 50), *range(n, n + 50), *range(7 * n, 7 * n + 50)]]
     texts = [text for text, _, _ in rows]
@@ -36,9 +39,10 @@ def test_variants_are_distinct_texts_in_the_past() -> None:
     assert corpus.variant(n)[2] == 0 and corpus.variant(n)[1] < corpus.turns[0].when
 
 
+@pytest.mark.slow  # benchmark-like: fills stores, spawns servers, times every tool
 def test_benchmark_runs_end_to_end_and_writes_its_report(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    payload = run(Config(sizes=[240, 120], calls=CALLS, out=out, real_up_to=120, cold_runs=1, consolidate_seconds=30))
+    payload = run(Config(data=str(shared_dir("data", "locomo")), sizes=[240, 120], calls=CALLS, out=out, real_up_to=120, cold_runs=1, consolidate_seconds=30))
 
     saved = json.loads((out / "latency.json").read_text(encoding="utf-8"))
     assert saved["settings"] == payload["settings"] and saved["settings"]["sizes"] == [120, 240]

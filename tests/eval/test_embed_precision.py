@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 from eval.embed_precision import main
+from tests.conftest import shared_dir
+import pytest
 
-SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo" / "26.json"
+pytestmark = pytest.mark.slow  # benchmark-like: loads and runs both model precisions
+
 
 
 def test_the_comparison_runs_and_writes_its_report(tmp_path: Path) -> None:
-    data = json.loads(SOURCE.read_text(encoding="utf-8"))
+    data = json.loads(shared_dir("data", "locomo", "26.json").read_text(encoding="utf-8"))
     keep = {k: v for k, v in data.items() if not k.startswith("session_") or k.split("_")[1] in ("1", "2")}
     known = {t["dia_id"] for s in ("session_1", "session_2") for t in data[s]}
     keep["qa"] = [q for q in data["qa"] if q.get("evidence") and set(q["evidence"]) <= known][:12]
@@ -20,7 +23,17 @@ def test_the_comparison_runs_and_writes_its_report(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "26.json").write_text(json.dumps(keep), encoding="utf-8")
 
-    assert main(["--data", str(folder), "--rounds", "1", "--out", str(tmp_path / "out")]) == 0
+    devmem = tmp_path / "devmem"
+    devmem.mkdir()
+    source = shared_dir("data", "devmem")
+    writes = (source / "writes.jsonl").read_text(encoding="utf-8").splitlines()[:60]
+    kept = {json.loads(line)["id"] for line in writes}
+    queries = [line for line in (source / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+               if json.loads(line)["gold_ids"] and set(json.loads(line)["gold_ids"]) <= kept][:10]
+    (devmem / "writes.jsonl").write_text("\n".join(writes) + "\n", encoding="utf-8")
+    (devmem / "queries.jsonl").write_text("\n".join(queries) + "\n", encoding="utf-8")
+
+    assert main(["--data", str(folder), "--devmem", str(devmem), "--rounds", "1", "--out", str(tmp_path / "out")]) == 0
     payload = json.loads((tmp_path / "out" / "embed_precision.json").read_text(encoding="utf-8"))
     assert payload["turns"] == len(known) and payload["questions"] == len(keep["qa"]) > 0
     for precision in ("float32", "int8"):
@@ -28,5 +41,9 @@ def test_the_comparison_runs_and_writes_its_report(tmp_path: Path) -> None:
         assert all(0.0 <= v <= 1.0 for v in payload["dense_retrieval"][precision].values())
     assert 0.97 < payload["cosine_int8_float32"]["min"] <= payload["cosine_int8_float32"]["median"] < 1.0
     assert 0.0 < payload["top10_overlap"] <= 1.0
+    assert payload["int8_model"].endswith("model") and payload["devmem_dense"]["devmem"]["queries"] == len(queries) > 0
+    assert set(payload["differences"]) >= {"locomo mrr", "devmem hit@5", "devmem mrr"}
+    assert payload["within_tolerance"] == all(d >= -0.005 for d in payload["differences"].values())
     markdown = (tmp_path / "out" / "embed_precision.md").read_text(encoding="utf-8")
-    assert "| int8 |" in markdown and "| float32 |" in markdown and "(int8)" in markdown
+    assert "| int8 |" in markdown and "| float32 |" in markdown and "| devmem |" in markdown
+    assert "tolerance" in markdown

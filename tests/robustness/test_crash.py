@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.crash import run_crash
+import pytest
+
+pytestmark = pytest.mark.slow  # end to end: real processes killed mid-write, many rounds
 
 ROUNDS = 8
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.stress import run_stress
+import pytest
+
+pytestmark = pytest.mark.slow  # end to end: several servers writing at once
 
 WRITERS = 4
 PER_WRITER = 150

@@ -20,7 +20,9 @@ from typing import Any
 from mcp import Client
 
 REPO = Path(__file__).resolve().parents[2]
-MODEL_PATH = os.environ.get("CHRONOMEM_MODEL_PATH") or str(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx")
+#: The model the package ships (what the server loads with nothing set); for tests that pass it explicitly.
+MODEL_PATH = str(REPO / "chronomem" / "embed" / "model")
+
 PROJECT = "p"
 
 #: Bound on any single request; a hang fails the test instead of reaching pytest-timeout.
@@ -32,8 +34,8 @@ TOOL_NAMES = {"remember", "recall", "forget", "as_of", "history"}
 
 
 def server_env(**overrides: str) -> dict[str, str]:
-    """The variables the spawned server needs: the local model, and no hub access."""
-    env = {"CHRONOMEM_MODEL_PATH": MODEL_PATH, "HF_HUB_OFFLINE": "1", "CHRONOMEM_LOG_LEVEL": "WARNING"}
+    """The variables the spawned server gets: none of the model settings (it loads the shipped model)."""
+    env = {"CHRONOMEM_LOG_LEVEL": "WARNING"}  # nothing else: the shipped model, as a user gets it
     if os.environ.get("CHRONOMEM_CACHE_DIR"):  # this run's int8 model copy (tests/conftest.py)
         env["CHRONOMEM_CACHE_DIR"] = os.environ["CHRONOMEM_CACHE_DIR"]
     env.update(overrides)

@@ -27,6 +27,8 @@ import pytest
 
 from _server_helpers import MODEL_PATH, PROJECT, REPO, TOOL_NAMES, full_env, serve_args
 
+pytestmark = pytest.mark.slow  # end to end through the MCP Inspector CLI (npm)
+
 INSPECTOR_VERSION = "2.12.0"
 INSPECTOR_PACKAGE = f"@modelcontextprotocol/inspector@{INSPECTOR_VERSION}"
 INSPECTOR_DIR = Path(os.environ.get("CHRONOMEM_INSPECTOR_DIR") or REPO / ".ci" / "node")

@@ -154,3 +154,39 @@ def test_garbage_on_stdin_does_not_stop_the_server(store: Path, tmp_path: Path) 
     finally:
         server.close()
     assert b"Traceback" not in server.stderr, server.stderr[-3000:]
+
+
+def test_clear_answers_a_lone_surrogate_unknown_arguments_and_one_start_line(store: Path, tmp_path: Path) -> None:
+    """A lone surrogate gets a JSON-RPC error (not silence); an unknown argument is an error naming the accepted
+    ones while the aliases (`text`, `k`) still work; stderr holds the one start line and nothing else."""
+    server = Server(store, tmp_path)
+    seen: list[dict[str, Any]] = []
+    try:
+        server.request(1, "initialize", {"protocolVersion": PROTOCOL, "capabilities": {},
+                                         "clientInfo": {"name": "clear-answers", "version": "0"}})
+        server.wait_for(1, seen)
+        server.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+        server.send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call",'
+                    b'"params":{"name":"recall","arguments":{"query":"\\ud800"}}}')
+        bad = server.wait_for(2, seen)
+        assert bad["error"]["code"] == -32602 and "params.arguments.query" in bad["error"]["message"], bad
+        assert "surrogate" in bad["error"]["message"]
+
+        server.request(3, "tools/call", {"name": "recall", "arguments": {"query": "x", "top_k": 3}})
+        unknown = server.wait_for(3, seen)["result"]
+        assert unknown["isError"] is True
+        text = unknown["content"][0]["text"]
+        assert "unknown argument top_k" in text and "recall accepts query, paths, limit" in text and ", k" in text, text
+
+        server.request(4, "tools/call", {"name": "remember", "arguments": {"text": "Staging listens on port 8443."}})
+        assert server.wait_for(4, seen)["result"].get("isError") is not True
+        server.request(5, "tools/call", {"name": "recall", "arguments": {"query": "staging port", "k": 1}})
+        found = server.wait_for(5, seen)["result"]["structuredContent"]["results"]
+        assert len(found) == 1 and found[0]["text"] == "Staging listens on port 8443."
+    finally:
+        server.close()
+    lines = server.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("chronomem ") and "over stdio at stdin/stdout" in lines[0]
+    assert f"store {store}" in lines[0] and "model sentence-transformers/all-MiniLM-L6-v2#int8 (shipped)" in lines[0]

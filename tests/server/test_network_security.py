@@ -127,8 +127,12 @@ def test_token_from_the_flag_and_a_real_mcp_client(store: Path, tmp_path: Path) 
 def test_loopback_without_token_still_checks_origin(store: Path, tmp_path: Path) -> None:
     with spawned(store, tmp_path, "http") as base:
         assert post_init(base).status_code == 200
-        assert post_init(base, Origin="http://attacker.example:8765").status_code == 403
-        assert post_init(base, Host="attacker.example").status_code == 421
+        origin = post_init(base, Origin="http://attacker.example:8765")
+        assert origin.status_code == 403
+        assert "CHRONOMEM_ALLOWED_ORIGINS=http://attacker.example:8765" in origin.text, origin.text
+        host = post_init(base, Host="attacker.example")
+        assert host.status_code == 421
+        assert "Invalid Host header" in host.text and "CHRONOMEM_ALLOWED_HOSTS=attacker.example" in host.text, host.text
 
 
 def test_sse_requires_the_token_and_checks_origin(store: Path, tmp_path: Path) -> None:

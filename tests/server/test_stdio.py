@@ -156,12 +156,8 @@ async def test_tool_errors_are_one_line_and_the_server_stays_up(store, tmp_path)
             await call_error(client, "recall", {"query": "ci", "limit": "many"}, one_line=False)
             await call_error(client, "recall", {"query": "ci", "scope": "galaxy"})
             await call_error(client, "recall", {"query": ""})
-            await call_error(
-                client,
-                "remember",
-                {"content": "x", "facts": [{"subject": "p", "predicate": "", "object": "y"}]},
-                one_line=False,
-            )
+            kept = await call_ok(client, "remember", {"content": "x", "facts": [{"subject": "p", "predicate": "", "object": "y"}]})
+            assert [r["index"] for r in kept["refused_facts"]] == [0] and "predicate" in kept["refused_facts"][0]["reason"]
             await call_error(client, "as_of", {"query": "test command"}, one_line=False)  # `at` is required
 
             out = await call_ok(client, "recall", {"query": "where does CI run"})

@@ -82,7 +82,7 @@ def test_truncated_manifest_then_doctor_repair(svc: MemoryService) -> None:
     assert recall(reopened, "where is the build cache").results
 
 
-def test_unreadable_data_file_is_reported_and_rolled_back(svc: MemoryService) -> None:
+def test_unreadable_data_file_is_reported_and_salvaged(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path
     newest_data_file(store).write_bytes(b"\x00garbage" * 8)
@@ -91,7 +91,8 @@ def test_unreadable_data_file_is_reported_and_rolled_back(svc: MemoryService) ->
     assert line.startswith(f"error: the store at {store} is damaged") and "chronomem doctor" in line
 
     report = repair(store)
-    assert report.ok and any("rolled back" in a for a in report.actions), report.text()
+    assert report.ok and any("salvaged 2 rows" in a for a in report.actions), report.text()
+    assert any(f"could not be recovered: {ids[-1]}" in a for a in report.actions), report.text()
     reopened = MemoryService(svc.settings, embedder=svc.embedder, clock=svc.clock)
     assert reopened.store.ids_exist(ids[:-1]) == set(ids[:-1])
     assert check(store).ok

@@ -198,7 +198,6 @@ def deep(levels: int) -> Any:
     [
         ("remember", {"content": "x" * 5_000_000}),
         ("remember", {"content": "ok", "facts": [{"subject": "s", "predicate": "p", "object": "o"}] * 10_000}),
-        ("remember", {"content": "ok", "facts": deep(400)}),
         ("remember", {"content": "ok", "tags": ["t"] * 100_000}),
         ("remember", {"content": "ok", "paths": ["p" * 100_000]}),
         ("remember", {"content": "nul \x00 byte"}),
@@ -224,6 +223,14 @@ def test_oversized_nested_and_binary_input_fails_in_one_line(seeded: MemoryServi
         call(tool, seeded, dict(kwargs))
     check_error(caught.value)
     assert seeded.store.count() == rows
+
+
+def test_a_deeply_nested_fact_is_refused_in_one_line_and_the_note_kept(seeded: MemoryService) -> None:
+    rows = seeded.store.count()
+    result = call("remember", seeded, {"content": "ok", "facts": deep(400)})
+    assert result.facts == [] and [r.index for r in result.refused_facts] == [0]
+    check_error(InvalidInput(result.refused_facts[0].reason))
+    assert seeded.store.count() == rows + 1
 
 
 # ---------------------------------------------------------------------------- through MCP
