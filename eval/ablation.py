@@ -14,6 +14,7 @@ To measure a further signal, give it a weight in `RankConfig` and append a
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -142,7 +143,7 @@ RANKERS: list[Ranker | PipelineRanker] = [
         "+ the newer wins",
         replace(_OFF, entity_weight=0.2, foreign_penalty=0.5, group_size=4, history_group_size=8, fact_boost=1.1),
     ),
-    PipelineRanker("+ hedge demotion", replace(_UPTO_HOP, second_hop=False)),
+    PipelineRanker("+ mentions demoted (a negation or doubt over a value of its own)", replace(_UPTO_HOP, second_hop=False)),
     PipelineRanker("+ second hop through a name of the best match", _UPTO_HOP),
     PipelineRanker(
         "+ the searched project's own name off the query", replace(_NO_SLOT, coverage_weight=0.0)
@@ -163,6 +164,12 @@ RANKERS: list[Ranker | PipelineRanker] = [
         RankConfig(),
     ),
 ]
+
+
+def load_rankers(spec: str) -> list[Ranker | PipelineRanker]:
+    """The ranker list named `module:attribute` (e.g. a list of `PipelineRanker` variants to compare)."""
+    module, _, name = spec.partition(":")
+    return list(getattr(importlib.import_module(module), name or "RANKERS"))
 
 
 def run_rankers(ctx: QueryContext, rankers: list[Ranker | PipelineRanker], limit: int) -> dict[str, list[MemoryRecord]]:

@@ -37,7 +37,7 @@ from chronomem.storage import Filter
 from chronomem.timeparse import parse_time
 from chronomem.tools import as_of, forget, recall, remember
 from chronomem.tools.results import RecallResult
-from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, run_rankers, slice_filter
+from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, load_rankers, run_rankers, slice_filter
 from eval.common import (
     RESULTS_DIR,
     Ranked,
@@ -262,6 +262,8 @@ class Replay:
         self.query_seconds.append(time.perf_counter() - start)
         self.answers[SYSTEM][q.qid] = Ranked(self.notes.ranking(result.results), result.abstained or not result.results)
 
+        if not self.rankers:
+            return
         now = self.svc.now()
         at = _time(q.as_of) if q.type == "as_of" and q.as_of else now
         ctx = QueryContext(self.svc, q.query, slice_filter(self.svc, at, now, q.project), project=q.project)
@@ -390,7 +392,7 @@ def render(payload: dict[str, Any]) -> str:
     mode = payload["mode"]
     system = payload["system"]
     parts = [
-        f"# DevMem (dev split), {mode} mode",
+        f"# DevMem ({Path(payload['args']['data']).name}), {mode} mode",
         "",
         env_lines(payload["environment"]),
         "",
@@ -531,6 +533,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="results folder (default eval/results)")
     parser.add_argument("--projects", nargs="*", help="only these projects (quick runs)")
     parser.add_argument("--no-upkeep", action="store_true", help="no consolidator steps (rows stay unindexed: slow)")
+    parser.add_argument("--no-ablation", action="store_true", help="only recall/as_of, no ablation rankers (quick runs)")
+    parser.add_argument(
+        "--rankers", metavar="MODULE:NAME", help="compare this list of rankers instead of the ablation's (variants)"
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -547,10 +553,11 @@ def main(argv: list[str] | None = None) -> int:
     mode = "agent" if args.agent_facts else "text"
     project_of = {w.id: w.project for w in writes}
     embedder = make_embedder()
+    rankers = load_rankers(args.rankers) if args.rankers else [] if args.no_ablation else RANKERS
 
     with temp_service("devmem", embedder) as svc:
         upkeep = Upkeep(svc, enabled=not args.no_upkeep)
-        replay = Replay(svc, args.agent_facts, agent_steps(slots), RANKERS, upkeep)
+        replay = Replay(svc, args.agent_facts, agent_steps(slots), rankers, upkeep)
         for i, event in enumerate(timeline(writes, queries), start=1):
             if isinstance(event, Write):
                 replay.write(event)
@@ -572,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
             "projects": len(set(project_of.values())),
         },
         "system": score(queries, replay.answers[SYSTEM], project_of),
-        "ablation": {r.name: score(queries, replay.answers[r.name], project_of) for r in RANKERS},
+        "ablation": {r.name: score(queries, replay.answers[r.name], project_of) for r in rankers},
         "reference": {"source": "../shared/data/devmem/README.md (text mode, time-blind)", "baselines": REFERENCE},
         "gate": gate_sweep(queries, replay.best_dense),
         "agent": {"actions": dict(replay.actions), "audit": audit} if args.agent_facts else None,
@@ -592,7 +599,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     payload["run_seconds"] = round(time.perf_counter() - started, 1)
     markdown = render(payload)
-    json_path, md_path = write_results(f"devmem-{mode}", payload, markdown, args.out or RESULTS_DIR)
+    split = Path(args.data).resolve().name  # devmem, devmem_validation: one results file per split
+    json_path, md_path = write_results(f"{split}-{mode}", payload, markdown, args.out or RESULTS_DIR)
     print(markdown)
     print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
     return 0

@@ -27,7 +27,7 @@ from typing import Any
 from chronomem.records import UTC
 from chronomem.timeparse import iso
 from chronomem.tools import recall, remember
-from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, run_rankers, slice_filter
+from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, load_rankers, run_rankers, slice_filter
 from eval.common import RESULTS_DIR, Ranked, Upkeep, make_embedder, median_ms, p95_ms, resolve_data_dir, temp_service
 from eval.metrics import hit_at_k, mean, recall_at_k, reciprocal_rank
 from eval.report import env_lines, environment, fmt, md_table, write_results
@@ -262,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", nargs="*", help="only these files' stems, e.g. 26 30")
     parser.add_argument("--latency-conversation", default=None, help="stem whose recall latency is reported")
     parser.add_argument("--no-upkeep", action="store_true", help="no consolidator steps (rows stay unindexed: slow)")
+    parser.add_argument("--no-ablation", action="store_true", help="only recall, no ablation rankers (quick runs)")
+    parser.add_argument(
+        "--rankers", metavar="MODULE:NAME", help="compare this list of rankers instead of the ablation's (variants)"
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -274,10 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     latency_stem = args.latency_conversation or files[0].stem
     conversations = [load_conversation(p) for p in files]
     embedder = make_embedder()
+    rankers = load_rankers(args.rankers) if args.rankers else [] if args.no_ablation else RANKERS
 
     runs: list[ConvRun] = []
     for conv in conversations:
-        run = run_conversation(conv, embedder, RANKERS, not args.no_upkeep)
+        run = run_conversation(conv, embedder, rankers, not args.no_upkeep)
         runs.append(run)
         print(
             f"{conv.conv_id}: {run.turns} turns in {run.ingest_seconds:.1f} s, {len(conv.questions)} questions, "
@@ -308,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             "by_category": score(questions, merged[SYSTEM]),
             "category_5": abstention_rate(questions, merged[SYSTEM], 5),
         },
-        "ablation": {r.name: score(questions, merged[r.name]) for r in RANKERS},
+        "ablation": {r.name: score(questions, merged[r.name]) for r in rankers},
         "reference": {"source": "../shared/data/locomo/README.md", "overall": REFERENCE},
         "speed": {
             "turns": sum(r.turns for r in runs),

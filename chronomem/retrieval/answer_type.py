@@ -102,8 +102,8 @@ class AnswerTypes:
 def _sentence_start(text: str, start: int, end: int) -> bool:
     """Whether the word at text[start:end] begins the text, a sentence, or a clause after a label
     ("Pinecask: Look in …") — a value after a label ("Owner of webhooks: Growth.") ends the sentence."""
-    before = text[:start].rstrip(" \t\"'([")
-    if not before or before[-1] in ".!?]-–—\n":
+    before = text[:start].rstrip(" \t\"'(")
+    if not before or before[-1] in ".!?-–—\n":
         return True
     if before[-1] == ":":
         rest = text[end:].lstrip(" ,")

@@ -27,7 +27,7 @@ from chronomem.retrieval.rank import (
     RankConfig,
     missing_from,
     never_mentioned,
-    query_names,
+    gate_names,
     rank,
 )
 
@@ -47,6 +47,7 @@ class Hit:
     channels: list[str] = field(default_factory=list)
     dense: float | None = None
     lexical: float | None = None
+    note: str | None = None  # for a fact derived from a note: the note's own text (`with_notes`)
 
 
 @dataclass
@@ -81,7 +82,26 @@ def hybrid_search(
         return SearchOutcome([], True, 0, False, reason)
     if adjust is not None:
         hits = adjust(hits)
-    return within_budget(hits, limit, budget_tokens, cost)
+    best = max((h.score for h in hits), default=0.0)
+    hits = [h for h in hits if h.score >= config.padding_share * best]
+    # the notes of the facts that may be shown (a hit over the budget is skipped, so a few past `limit`)
+    shown = 2 * limit
+    return within_budget(with_notes(searcher, hits[:shown]) + hits[shown:], limit, budget_tokens, cost)
+
+
+def with_notes(searcher: Searcher, hits: list[Hit]) -> list[Hit]:
+    """`hits` with each fact derived from a note carrying that note's own text: a fact is the note made
+    precise ("staging database: Postgres 16"), and the note says the rest ("… on db-staging.internal:5433")."""
+    wanted = {h.record.source_ids[0] for h in hits if h.record.kind == "fact" and h.note is None and h.record.source_ids}
+    if not wanted:
+        return hits
+    notes = {id_: r.content for id_, r in searcher.records(sorted(wanted)).items()}
+    return [
+        replace(h, note=notes.get(h.record.source_ids[0]))
+        if h.record.kind == "fact" and h.note is None and h.record.source_ids
+        else h
+        for h in hits
+    ]
 
 
 def ranked_hits(
@@ -99,8 +119,8 @@ def ranked_hits(
         attach_slot_cosines(pool, query_vector, slot_vectors, (*query.project_names, *query.other_project_names))
     adjacent = attach_adjacent(searcher, pool, config)
     if config.abstain:
-        names = query_names(query)
-        unmatched = missing_from(names, pool)
+        names = gate_names(query)
+        unmatched = sorted(missing_from(names, pool), key=lambda n: names[n] is None)  # common words last
         if unmatched:
             absent = searcher.absent(unmatched[:MAX_ENTITY_CHECKS], names)
             query.missing_entities = tuple(never_mentioned(names, absent))
@@ -108,7 +128,8 @@ def ranked_hits(
     if ranking.abstained:
         return [], ranking.reason
     hits = [
-        Hit(r.candidate.record, r.score, r.channels, r.candidate.dense, r.candidate.lexical) for r in ranking.items
+        Hit(r.candidate.record, r.score, r.channels, r.candidate.dense, r.candidate.lexical, r.note)
+        for r in ranking.items
     ]
     if config.context_share and adjacent:
         hits = with_context(searcher, hits, adjacent, config)

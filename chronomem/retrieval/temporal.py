@@ -37,6 +37,9 @@ _LEAD = r"\b(?:(?:back|as|way)\s+)?(?:on|in|around|at|of|by|during|since|before|
 _PATTERNS = [
     # 2024-05-10, 2024-05-10T12:00Z
     re.compile(_LEAD + r"(?P<iso>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?)", re.I),
+    # 15.06.2025 (day first, as dotted dates are written) / 06/15/2025 (month first unless the first number
+    # cannot be a month)
+    re.compile(_LEAD + r"(?P<num>\d{1,2}(?P<sep>[./])\d{1,2}(?P=sep)\d{4})\b", re.I),
     # May 10, 2024 / May 10th 2024 / 10 May 2024 / May 2024
     re.compile(_LEAD + r"(?P<mon>" + _MONTH + r")\.?\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4})\b", re.I),
     re.compile(_LEAD + r"(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?P<mon>" + _MONTH + r")\.?,?\s+(?P<year>\d{4})\b", re.I),
@@ -70,7 +73,6 @@ _SEVERAL = re.compile(
 )
 # "Did anyone fix X?", "Was it ever migrated?": whether something was done, settled by the latest word on it
 _YES_NO = re.compile(r"^\W*(?:did|was|were|had)\b(?!.*\bwhen\b)", re.I)
-_SCAFFOLD = re.compile(r"\b(?:if i had checked out|if i had looked at|checked out|what did we have recorded as)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -96,9 +98,8 @@ def read_time(query: str, now: datetime) -> TimeReading:
         since, at = moment
         text = (text[: match.start()] + " " + text[match.end():]).strip()
         break
-    text = _SCAFFOLD.sub(" ", text)
     text = re.sub(r"\s+([,?.!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
-    if _HISTORY.search(query):
+    if _HISTORY.search(query) and at is None:  # a question pinned to one moment asks what held then
         intent = "history"
     elif _SEVERAL.search(query):
         intent = "several"
@@ -127,6 +128,11 @@ def _moment(match: re.Match[str], now: datetime) -> tuple[datetime | None, datet
             if len(groups["iso"]) == 10:
                 return value, _end_of_day(value)
             return None, value
+        if groups.get("num"):
+            first, second, year = (int(p) for p in re.split(r"[./]", groups["num"]))
+            day, month = (first, second) if groups["sep"] == "." or first > 12 else (second, first)
+            start = datetime(year, month, day, tzinfo=UTC)
+            return start, _end_of_day(start)
         if groups.get("mon") and groups.get("year"):
             month = _MONTHS[groups["mon"].lower().rstrip(".")]
             year = int(groups["year"])

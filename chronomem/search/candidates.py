@@ -44,7 +44,7 @@ class Searcher(Protocol):
         """Lexical (BM25) matches of `text` in the slice, best first."""
         ...
 
-    def absent(self, names: Sequence[str], verbatim: dict[str, bool]) -> list[str]:
+    def absent(self, names: Sequence[str], verbatim: dict[str, bool | None]) -> list[str]:
         """The `names` that no row of the slice mentions (a lexical search for each name, then a check of the text)."""
         ...
 

@@ -101,7 +101,7 @@ class Search:
     def lexical(self, text: str, limit: int) -> Found:
         return text_search(self.store, text, self.flt, limit)
 
-    def absent(self, names: Sequence[str], verbatim: dict[str, bool]) -> list[str]:
+    def absent(self, names: Sequence[str], verbatim: dict[str, bool | None]) -> list[str]:
         """The `names` that a full-text search of the whole slice for the name does not find mentioned
         (`verbatim[name]`: an identifier, matched as written)."""
         absent = []

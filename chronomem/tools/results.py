@@ -76,6 +76,9 @@ class MemoryItem(BaseModel):
     conflicts_with: list[str] = Field(
         default_factory=list, description="Live facts that disagree with this one (see `history`)"
     )
+    note: str | None = Field(
+        default=None, description="For a fact: the note it was derived from, verbatim (it often says more)"
+    )
 
     @classmethod
     def of(
@@ -84,6 +87,7 @@ class MemoryItem(BaseModel):
         score: float | None = None,
         channels: list[str] | None = None,
         stale: Stale | None = None,
+        note: str | None = None,
     ) -> MemoryItem:
         return cls(
             id=record.id,
@@ -109,6 +113,7 @@ class MemoryItem(BaseModel):
             reason=record.reason,
             score=None if score is None else round(score, 6),
             channels=channels or [],
+            note=note if note and note != record.content else None,
         )
 
     def line(self) -> str:
@@ -125,6 +130,8 @@ class MemoryItem(BaseModel):
         if self.score is not None:
             extras.append(f"score {self.score:.4f} via {'+'.join(self.channels) or '-'}")
         out = f"[{self.kind} {self.id}] {self.text}\n    " + " · ".join(extras)
+        if self.note:
+            out += f"\n    note: {self.note}"
         if self.stale is not None:
             out += "\n    " + self.stale.line()
         return out

@@ -13,7 +13,7 @@ from chronomem.search.candidates import Candidate
 from chronomem.retrieval.rank import (
     QueryInfo,
     RankConfig,
-    hedged,
+    gate_names,
     never_mentioned,
     rank,
     term_set,
@@ -289,22 +289,6 @@ def test_the_terms_the_store_found_in_a_candidate_stand_for_its_text() -> None:
     assert term_weights({ledger}, told)[ledger] == pytest.approx(math.log(1 + 3 / 2))
 
 
-def test_a_hedge_frames_the_whole_note_not_one_clause() -> None:
-    for note in (
-        "Someone on a forum recommended `pnpm` for installs.",
-        "Tried `libs/billing/` while experimenting, but that is not where billing lives.",
-        "For comparison, Quillstack uses sessions-worker.",
-        "The README for auth is a bit stale; maybe tidy it up someday.",
-    ):
-        assert hedged(note), note
-    # a modal or a recommendation inside a statement leaves the rest of it asserted
-    for turn in (
-        "Melanie: I loved 'Charlotte's Web', the book you recommended! Maybe I'll read it to the kids.",
-        "Jon: I opened the studio last week; it might take a while to fill up.",
-    ):
-        assert not hedged(turn), turn
-
-
 def test_a_note_that_only_mentions_a_value_gives_way_to_one_that_states_it() -> None:
     tried = cand("Tried `libs/billing/` while experimenting, but that is not the directory of the billing code here.",
                  dense=0.80, vector=[0.0, 1.0])
@@ -340,3 +324,22 @@ def test_a_newer_statement_of_the_same_kind_of_answer_still_wins() -> None:
     ranked = rank(QueryInfo("Which port does reporting-api listen on?"), [old, new, *filler])
     assert texts(ranked)[0] == new.record.content
     assert "answer type" in ranked.items[0].channels
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("What TV show does her GF like?", {}),  # abbreviations of common words
+        ("Does she have a Golden Retriever?", {"golden": None, "retriever": False}),  # "golden" is common English
+        ("<BOD> What did Jon say about card-playing?", {"jon": None}),  # markup and an English compound: no names
+        ("Which city have both Jean and John visited?", {"jean": None, "john": None}),  # common: never alone
+        ("What version of dashmap is it pinned to?", {"dashmap": False}),  # a rare word, even in lower case
+        ("Which port does billing-api listen on?", {"billing-api": True}),
+        ("Which Storybook instance documents the UI?", {"storybook": False}),
+    ],
+)
+def test_the_names_gate_reads_rare_names_never_common_words_abbreviations_or_markup(
+    question: str, names: dict[str, bool | None]
+) -> None:
+    assert gate_names(QueryInfo(question)) == names
+    assert never_mentioned(names, list(names)) == [n for n, kind in names.items() if kind is not None]

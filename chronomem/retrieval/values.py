@@ -1,0 +1,57 @@
+"""The values a memory states, by kind: pure, no I/O.
+
+A statement about a thing gives it a value of some kind: an address (`GET /api/v2/customers`,
+`https://…`, `localhost:8080`), a path (`apps/billing/`, `settings.toml`), a version (`2.24.2`), a
+number (a port, a size), a code span (`` `nox -s tests` ``), an identifier (`billing-worker`,
+`MR_REDIS_URL`) or a name written with a capital in mid-sentence (`the Identity team`). assertion.py asks
+which of a note's values older notes already gave, kind by kind. The kinds are the shapes of
+values in technical writing, not any data set's phrasing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from chronomem.search.terms import CALENDAR_WORDS, STOP_WORDS
+
+ValueKinds = dict[str, frozenset[str]]
+
+_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("address", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s`'\"<>)]+|\b(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s+/\S*|\blocalhost:\d+")),
+    ("code", re.compile(r"`([^`\n]{1,200})`")),
+    ("path", re.compile(r"(?<![:/\w.])(?:[\w.-]+/)+[\w.-]*|(?<![\w./])[\w-]*[A-Za-z_][\w-]*\.[a-z]{2,8}(?![\w/]|\.\w)")),
+    ("version", re.compile(r"(?<![\w.])v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?(?![\w.]*\w)")),
+    ("number", re.compile(r"(?<![\w#.\-/:])\d{2,}(?![\w.]*[A-Za-z])(?!\.\d)")),
+    # joined by - or _ (`billing-worker`, `MR_REDIS_URL`, `PAY-7233`), or with a capital inside (`DevEx`, `parseDate`)
+    ("identifier", re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+\b|\b[A-Za-z][a-z]+[A-Z]\w*\b")),
+)
+#: A name (a person, a team, a product): capitalised words after the first word of a clause, or two or more
+#: at its start ("Core API owns …"), where one capital could be the sentence's.
+_NAME = re.compile(r"(?<=[a-z0-9,;)] )[A-Z][a-z][\w'-]*(?: [A-Z][\w'-]*)*|(?:^|(?<=[.!?] ))[A-Z][\w'-]*(?: [A-Z][\w'-]*)+")
+_TRAILING = ".,;:!?`'\")"
+
+
+@lru_cache(maxsize=16384)  # the same memories come back query after query
+def value_kinds(text: str) -> ValueKinds:
+    """The values `text` states, lower-cased, by kind (a kind with none is left out)."""
+    out: dict[str, set[str]] = {}
+    taken: list[tuple[int, int]] = []  # spans already read as a value of an earlier kind
+    for kind, pattern in _KINDS:
+        for match in pattern.finditer(text):
+            if any(start < match.end() and match.start() < end for start, end in taken):
+                continue  # part of a value already read (a route inside a code span is an address)
+            taken.append(match.span())
+            value = (match.group(1) if match.re.groups else match.group()).lower().rstrip(_TRAILING)
+            if value:
+                out.setdefault(kind, set()).add(value)
+    for match in _NAME.finditer(text):
+        words = [w for w in match.group().lower().split() if w not in STOP_WORDS and w not in CALENDAR_WORDS]
+        if words and not any(start < match.end() and match.start() < end for start, end in taken):
+            out.setdefault("name", set()).add(" ".join(words))
+    return {kind: frozenset(found) for kind, found in out.items()}
+
+
+def differing_kinds(a: ValueKinds, b: ValueKinds) -> set[str]:
+    """The kinds of value both state, where `b` states one `a` does not: where `b` says something else."""
+    return {kind for kind in a.keys() & b.keys() if b[kind] - a[kind]}
