@@ -228,3 +228,28 @@ def test_restoring_the_backup_taken_first_undoes_the_move(tmp_path: Path) -> Non
     # the newest backup is now the new model's (restore backs the replaced state up): a repair does not merge it
     assert stored_model(read_backup(list_backups(path)[-1].path).schema) == ("new", 16)
     assert repair(path).ok
+
+
+def test_a_stop_after_the_swap_is_finished_by_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed between the swap's commit and the clean-up: the store is on the new model already; a rerun embeds
+    nothing, takes the backup of the new state and removes the staging folder."""
+    import chronomem.storage.reembed as module
+
+    path = tmp_path / "s"
+    make_store(path)
+    finish = module._finish
+
+    def stop(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "_finish", stop)
+    with pytest.raises(KeyboardInterrupt):
+        reembed(path, fake(16, "new"), "new", 16, nolock)
+    assert staging_dir(path).exists() and survey(path, "new", 16).up_to_date
+    monkeypatch.setattr(module, "_finish", finish)
+
+    embed = fake(16, "new")
+    report = reembed(path, embed, "new", 16, nolock)
+    assert report.already and embed.texts == 0 and report.after_backup is not None
+    assert not staging_dir(path).exists()
+    assert [stored_model(read_backup(b.path).schema) for b in list_backups(path)] == [("old", 8), ("new", 16)]
