@@ -100,8 +100,12 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         "Interrupted, it resumes where it stopped when run again. Stop chronomem servers on the store first.",
     )
     p.add_argument("--model", metavar="NAME", help="fastembed model name (default: $CHRONOMEM_MODEL or all-MiniLM-L6-v2)")
-    p.add_argument("--model-path", metavar="DIR", help="folder holding the model's ONNX export (default: $CHRONOMEM_MODEL_PATH)")
-    p.add_argument("--precision", choices=["int8", "float32"], help="how the model runs (default: $CHRONOMEM_EMBED_PRECISION or int8)")
+    p.add_argument(
+        "--model-path", metavar="DIR", help="folder holding the model's ONNX export (default: $CHRONOMEM_MODEL_PATH)"
+    )
+    p.add_argument(
+        "--precision", choices=["int8", "float32"], help="how the model runs (default: $CHRONOMEM_EMBED_PRECISION or int8)"
+    )
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -204,7 +208,8 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     seen = survey(path, embedder.name, embedder.dim)
     if not seen.up_to_date and not args.yes:
         _confirm_reembed(seen)
-    with tqdm(desc="re-embedding", unit="memory", file=sys.stderr, disable=args.quiet or not sys.stderr.isatty()) as bar:
+    show = not args.quiet and sys.stderr.isatty()
+    with tqdm(total=seen.stale, desc="re-embedding", unit="memory", file=sys.stderr, disable=not show) as bar:
 
         def started(total: int, done: int) -> None:
             bar.reset(total=total)
