@@ -1,8 +1,9 @@
-"""CLI-only data administration: `purge`, `export`, `import`, `doctor`, `backup` and `restore`.
+"""CLI-only data administration: `purge`, `export`, `import`, `doctor`, `backup`, `restore` and `reembed`.
 
 These act on a whole store and some destroy data, so they are commands a person runs,
 never MCP tools an agent can call. They reach LanceDB only through
-`chronomem.storage.portable` and `chronomem.storage.doctor`. Prompts and progress go
+`chronomem.storage.portable`, `chronomem.storage.doctor` and `chronomem.storage.reembed` (handed the
+embedder's function: storage never imports embed/). Prompts and progress go
 to stderr; stdout carries only the result (or the export itself).
 """
 
@@ -13,13 +14,15 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
 from chronomem.config import Settings
 from chronomem.errors import InvalidInput, StoreError
 
-COMMANDS = ("purge", "export", "import", "doctor", "backup", "restore")
+COMMANDS = ("purge", "export", "import", "doctor", "backup", "restore", "reembed")
 #: Exit code of `doctor` when the store is damaged (and, with --repair, could not be fixed).
 EXIT_DAMAGED = 1
 
@@ -88,12 +91,32 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", metavar="FILE", help="the backup file (default: the store's newest backup)")
     p.add_argument("--replace", action="store_true", help="replace the memories the store holds now")
 
+    p = sub.add_parser(
+        "reembed", parents=[common], help="move the store to another embedding model (resumable; asks first)",
+        description="Make every memory's vector again with the configured model (CHRONOMEM_MODEL, "
+        "CHRONOMEM_MODEL_PATH, CHRONOMEM_EMBED_PRECISION) or the one given here, and record that model on the "
+        "store, so it opens with it; another vector dimension is fine. Only the vectors change: ids, text, times "
+        "and provenance stay as they are. A backup is taken first (`chronomem restore` of it undoes the move). "
+        "Interrupted, it resumes where it stopped when run again. Stop chronomem servers on the store first.",
+    )
+    p.add_argument("--model", metavar="NAME", help="fastembed model name (default: $CHRONOMEM_MODEL or all-MiniLM-L6-v2)")
+    p.add_argument(
+        "--model-path", metavar="DIR", help="folder holding the model's ONNX export (default: $CHRONOMEM_MODEL_PATH)"
+    )
+    p.add_argument(
+        "--precision", choices=["int8", "float32"], help="how the model runs (default: $CHRONOMEM_EMBED_PRECISION or int8)"
+    )
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "doctor":
         return _doctor(args, settings)
     if args.command == "restore":
         return _restore(args, settings)
+    if args.command == "reembed":
+        return _reembed(args, settings)
     from chronomem.service import MemoryService
 
     if args.command in ("export", "purge") and not settings.store_path.exists():
@@ -143,6 +166,135 @@ def _restore(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(f"restored {rows} rows from {file} into {settings.store_path} (version {version})")
     return 0
+
+
+# ---------------------------------------------------------------------------- reembed
+
+
+def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+    """Move the store to the configured (or given) model: survey, confirm, then `storage.reembed.reembed` with
+    the model's bulk embedding, the store's write lock held for the swap, progress on stderr at a terminal."""
+    from dataclasses import replace
+
+    from tqdm import tqdm
+
+    from chronomem.storage.reembed import open_table, reembed, survey
+
+    target = replace(
+        settings,
+        model_name=args.model or settings.model_name,
+        model_path=Path(args.model_path).expanduser() if args.model_path else settings.model_path,
+        embed_precision=args.precision or settings.embed_precision,
+    )
+    path = settings.store_path
+    open_table(path)  # a missing or foreign store: one line, before the model loads
+    if target.model_path is None:
+        from chronomem.embed.embedder import known_models, model_dim
+
+        if model_dim(target.model_name) is None:
+            examples = ", ".join(sorted(known_models())[:3])
+            raise InvalidInput(
+                f"unknown embedding model {target.model_name!r}: fastembed does not know it (it knows e.g. "
+                f"{examples}); give one of its names, or --model-path DIR with the model's ONNX export"
+            )
+    elif not target.model_path.is_dir():
+        raise InvalidInput(f"the model folder {target.model_path} (--model-path or CHRONOMEM_MODEL_PATH) is not a directory")
+    from chronomem.embed import FastEmbedder
+
+    embedder = FastEmbedder(
+        target.model_name, target.model_path, wait_seconds=target.model_wait_seconds, precision=target.embed_precision
+    )
+    embedder.wait()  # ModelUnavailable: one line naming the setting
+    seen = survey(path, embedder.name, embedder.dim)
+    if not seen.up_to_date and not args.yes:
+        _confirm_reembed(seen)
+    show = not args.quiet and sys.stderr.isatty()
+    with tqdm(total=seen.stale, desc="re-embedding", unit="memory", file=sys.stderr, disable=not show) as bar:
+
+        def started(total: int, done: int) -> None:
+            bar.reset(total=total)
+            bar.update(done)
+
+        report = reembed(
+            path, embedder.embed_many, embedder.name, embedder.dim, lambda: _write_lock(path),
+            progress=bar.update, started=started,
+        )
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    elif report.already:
+        print(f"the store at {path} already holds vectors from {report.model} ({report.dim}-d) only: nothing to do")
+    else:
+        done = f"{report.embedded} embedded ({report.texts} distinct texts)"
+        if report.resumed:
+            done += f", {report.resumed} staged by the interrupted run"
+        if report.kept:
+            done += f", {report.kept} already from {report.model}"
+        print(
+            f"moved {report.rows} memories of {path} from {report.from_model} ({report.from_dim}-d) to "
+            f"{report.model} ({report.dim}-d): {done}; the backup taken first is {report.backup}"
+        )
+    hint = _configure_hint(args, settings, target)
+    if hint:
+        print(hint, file=sys.stderr)
+    return 0
+
+
+def _configure_hint(args: argparse.Namespace, settings: Settings, target: Settings) -> str | None:
+    """When the flags chose another model than the settings, the settings that open the store with it."""
+    wanted = []
+    if target.model_name != settings.model_name:
+        wanted.append(f"CHRONOMEM_MODEL={target.model_name}")
+    if target.model_path != settings.model_path and target.model_path is not None:
+        wanted.append(f"CHRONOMEM_MODEL_PATH={target.model_path.resolve()}")
+    if target.embed_precision != settings.embed_precision:
+        wanted.append(f"CHRONOMEM_EMBED_PRECISION={target.embed_precision}")
+    if not wanted:
+        return None
+    return (
+        f"note: configure {' '.join(wanted)} wherever chronomem runs on this store (servers, `chronomem install` "
+        "entries); `chronomem doctor` says when the store's model and the configured one differ"
+    )
+
+
+def _confirm_reembed(seen: Any) -> None:
+    what = (
+        f"re-embed {seen.stale} of the {seen.rows} memories in {seen.path} with {seen.target} ({seen.target_dim}-d); "
+        f"the store's vectors are from {seen.model} ({seen.dim}-d)"
+    )
+    if not sys.stdin.isatty():
+        raise InvalidInput(f"reembed would {what}; there is no terminal to confirm on, so pass --yes")
+    err = sys.stderr
+    print(f"This will {what}.", file=err)
+    if seen.staged:
+        print(f"{seen.staged} of them were embedded by an interrupted run and are kept.", file=err)
+    print(
+        "A backup is taken first; only the vectors change. Stop chronomem servers on this store first. "
+        "Type 'yes' to go on: ", end="", file=err,
+    )
+    err.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise InvalidInput("reembed cancelled; nothing was changed")
+
+
+@contextmanager
+def _write_lock(path: Path) -> Iterator[None]:
+    """The store's cross-process write lock (the one `MemoryService.writing` takes), for the swap."""
+    from filelock import FileLock, Timeout
+
+    from chronomem.service import WRITE_LOCK_NAME, WRITE_LOCK_TIMEOUT
+
+    lock = FileLock(str(path / WRITE_LOCK_NAME))
+    try:
+        lock.acquire(timeout=WRITE_LOCK_TIMEOUT)
+    except Timeout:
+        raise StoreError(
+            f"another process has held the write lock of {path} for {WRITE_LOCK_TIMEOUT:.0f} s; stop the chronomem "
+            "servers on this store and run `chronomem reembed` again (it resumes)"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 # ---------------------------------------------------------------------------- export / import
@@ -313,7 +465,8 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     from chronomem.storage.doctor import check, repair
 
     report = repair(settings.store_path) if args.repair else check(settings.store_path)
-    checks = run_checks(settings, store_ok=report.ok)
+    stored = (report.model, report.dim) if report.model is not None and report.dim is not None else None
+    checks = run_checks(settings, store_ok=report.ok, stored=stored, row_models=report.row_models)
     ok = report.ok and all(c.status != FAIL for c in checks)
     if args.json:
         print(json.dumps({"ok": ok, "store": report.__dict__, "checks": [c.as_dict() for c in checks]}, indent=2))

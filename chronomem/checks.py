@@ -6,6 +6,9 @@ a one-line fix naming the command or setting that mends it.
 
 - model: is CHRONOMEM_MODEL_PATH set, does its folder hold the ONNX export, does the
   model load and embed one sentence (bounded wait; a load failure is the model's own message);
+- store model: are the store's vectors from the configured model (the model and dimension the table records,
+  and each row's `embed_model`)? Another dimension fails (the store does not open), another model warns;
+  both name `chronomem reembed`;
 - index: the full-text index exists and how many rows it does not cover yet; past
   `VECTOR_INDEX_MIN_ROWS` rows, whether the vector index exists and covers the table.
   Read straight from LanceDB, without opening the store for writing (which would build
@@ -54,10 +57,22 @@ class Check:
 # ---------------------------------------------------------------------------- model
 
 
-def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS) -> Check:
-    """Does the configured embedding model load and embed a sentence?"""
-    from chronomem.config import DEFAULT_MODEL_DIM, EMBED_PRECISIONS
+def configured_embedder(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS) -> Any:
+    """The embedder the settings configure (not loaded yet), waiting at most `wait_seconds` for its model."""
     from chronomem.embed import FastEmbedder
+
+    return FastEmbedder(
+        settings.model_name,
+        settings.model_path,
+        wait_seconds=min(wait_seconds, settings.model_wait_seconds),
+        precision=settings.embed_precision,
+    )
+
+
+def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS, embedder: Any = None) -> Check:
+    """Does the configured embedding model load and embed a sentence? (`embedder`: the one to try, else the
+    settings' own.)"""
+    from chronomem.config import EMBED_PRECISIONS
     from chronomem.errors import ChronomemError
 
     path = settings.model_path
@@ -72,13 +87,7 @@ def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS) -
         if missing:
             return Check("model", FAIL, f"{path} lacks {', '.join(missing)}", set_fix)
     where = f"from {path}" if path is not None else "from fastembed's cache (CHRONOMEM_MODEL_PATH is not set)"
-    embedder = FastEmbedder(
-        settings.model_name,
-        path,
-        DEFAULT_MODEL_DIM,
-        wait_seconds=min(wait_seconds, settings.model_wait_seconds),
-        precision=settings.embed_precision,
-    )
+    embedder = embedder if embedder is not None else configured_embedder(settings, wait_seconds)
     started = time.monotonic()
     try:
         vector = embedder.embed(["chronomem doctor checks that the model embeds a sentence."])[0]
@@ -101,6 +110,44 @@ def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS) -
             "or set CHRONOMEM_EMBED_PRECISION=float32",
         )
     return Check("model", OK, detail)
+
+
+# ---------------------------------------------------------------------------- the store's model
+
+
+def check_store_model(
+    store_path: Path, stored: tuple[str, int], row_models: dict[str, int], embedder: Any
+) -> Check:
+    """Are the store's vectors from the configured model? `stored` is the (model, dimension) the table records,
+    `row_models` the rows per model that made them; `embedder` the configured one (its name once loaded, else
+    the name it will have)."""
+    model, dim = stored
+    configured = embedder.name if embedder.ready else embedder.expected_name
+    fix = (
+        f"run `chronomem reembed --store {store_path}` to move the store to {configured}, "
+        f"or configure {model} again"
+    )
+    if dim != embedder.dim:
+        return Check(
+            "store model", FAIL,
+            f"the store's vectors are {dim}-d, from {model}; the configured model {configured} makes "
+            f"{embedder.dim}-d vectors, so the store does not open with it", fix,
+        )
+    if model != configured:
+        return Check(
+            "store model", WARN,
+            f"the store's vectors are from {model}, not the configured model {configured}: recall would compare "
+            "vectors of two models", fix,
+        )
+    others = {name: n for name, n in row_models.items() if name != configured}
+    if others:
+        named = ", ".join(f"{name}: {n}" for name, n in sorted(others.items(), key=lambda kv: -kv[1])[:3])
+        return Check(
+            "store model", WARN,
+            f"{sum(others.values())} of {sum(row_models.values())} rows have vectors from another model than "
+            f"{configured} ({named})", f"run `chronomem reembed --store {store_path}` to make them again",
+        )
+    return Check("store model", OK, f"the store's vectors are from {configured} ({dim}-d), the configured model")
 
 
 # ---------------------------------------------------------------------------- indexes
@@ -255,11 +302,21 @@ def _claude_rejected(root: Path, home: Path, name: str) -> str | None:
 # ---------------------------------------------------------------------------- all
 
 
-def run_checks(settings: Settings, store_ok: bool, with_model: bool = True) -> list[Check]:
-    """Every check after the store's own: model, indexes (when the store reads), client configs."""
+def run_checks(
+    settings: Settings,
+    store_ok: bool,
+    with_model: bool = True,
+    stored: tuple[str, int] | None = None,
+    row_models: dict[str, int] | None = None,
+) -> list[Check]:
+    """Every check after the store's own: model, whether the store's vectors are the model's (when the table
+    records its model: `stored`, with its `row_models`), indexes (when the store reads), client configs."""
     checks: list[Check] = []
     if with_model:
-        checks.append(check_model(settings))
+        embedder = configured_embedder(settings)
+        checks.append(check_model(settings, embedder=embedder))
+        if stored is not None:
+            checks.append(check_store_model(settings.store_path, stored, row_models or {}, embedder))
     if store_ok:
         checks.append(check_index(settings.store_path))
     checks.extend(check_configs())

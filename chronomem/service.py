@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from chronomem.config import DEFAULT_MODEL_DIM, Settings
+from chronomem.config import Settings
 from chronomem.embed import Embedder, FastEmbedder
 from chronomem.errors import ChronomemError, StoreError
 from chronomem.project import GLOBAL, detect_project, display_name, key_suffix, validate_project
@@ -46,7 +46,6 @@ class MemoryService:
         self.embedder: Embedder = embedder or FastEmbedder(
             model_name=settings.model_name,
             model_path=settings.model_path,
-            dim=DEFAULT_MODEL_DIM,
             wait_seconds=settings.model_wait_seconds,
             precision=settings.embed_precision,
         )

@@ -175,7 +175,7 @@ def test_doctor_command_reports_every_check_and_fails_on_a_broken_config(repo: P
     assert healthy.returncode == 0, healthy.stdout + healthy.stderr
     report = json.loads(healthy.stdout)
     assert report["ok"] is True and report["store"]["ok"] is True and report["store"]["rows"] >= 1
-    assert [c["name"] for c in report["checks"]] == ["model", "index", "claude-code project"]
+    assert [c["name"] for c in report["checks"]] == ["model", "store model", "index", "claude-code project"]
     assert all(c["status"] == "ok" for c in report["checks"]), report["checks"]
 
     (home / ".claude.json").write_text("{not json")

@@ -75,7 +75,7 @@ class FastEmbedder:
         self,
         model_name: str = DEFAULT_MODEL,
         model_path: Path | None = None,
-        dim: int = DEFAULT_MODEL_DIM,
+        dim: int | None = None,
         wait_seconds: float = 120.0,
         threads: int | None = None,
         precision: str = DEFAULT_EMBED_PRECISION,
@@ -84,7 +84,8 @@ class FastEmbedder:
         if precision not in EMBED_PRECISIONS:
             raise ValueError(f"embedding precision {precision!r} is not one of {', '.join(EMBED_PRECISIONS)}")
         self.model_name = model_name
-        self.dim = dim
+        #: The vectors' dimension: given, else known without loading the model (`model_dim`), else the default's.
+        self.dim = dim if dim is not None else (model_dim(model_name, model_path) or DEFAULT_MODEL_DIM)
         self.model_path = model_path
         self.wait_seconds = wait_seconds
         self.threads = threads
@@ -144,6 +145,18 @@ class FastEmbedder:
         ):
             return shipped
         return None
+
+    @property
+    def expected_name(self) -> str:
+        """`name` as it will be once the model loads, said without loading it (doctor, before a load or when
+        it fails): int8 for an int8 folder or the int8 copy of a float32 one, float32 for a download."""
+        if self._loaded.is_set() and self._error is None:
+            return self.name
+        folder = self.source_folder()
+        if folder is None:
+            return self.model_name
+        int8 = folder_precision(folder) == INT8 or self.requested_precision == INT8
+        return f"{self.model_name}#int8" if int8 else self.model_name
 
     @property
     def source(self) -> str:
@@ -256,6 +269,31 @@ class FastEmbedder:
                     log.debug("single-thread session failed", exc_info=True)
                     self._solo_failed = True
             return self._solo
+
+
+def known_models() -> dict[str, int]:
+    """fastembed's text embedding models by name, with the dimension of their vectors (imports fastembed, ~0.6 s)."""
+    from fastembed import TextEmbedding
+
+    return {str(m["model"]): int(m["dim"]) for m in TextEmbedding.list_supported_models()}
+
+
+def model_dim(model_name: str, model_path: Path | None = None) -> int | None:
+    """The dimension of the model's vectors, known without loading it: its folder's manifest
+    (chronomem-model.json), the default model's, else fastembed's list; None when nothing says (an unknown name)."""
+    from chronomem.embed.quantize import manifest
+
+    if model_path is not None:
+        stated = manifest(model_path).get("dim")
+        if isinstance(stated, int) and stated > 0:
+            return stated
+    if model_name == DEFAULT_MODEL:
+        return DEFAULT_MODEL_DIM
+    try:
+        return known_models().get(model_name)
+    except Exception:  # fastembed missing or broken: the load says so in one line
+        log.debug("fastembed's model list is unavailable", exc_info=True)
+        return None
 
 
 def _download(text_embedding: Any, kwargs: dict[str, Any]) -> Any:

@@ -26,7 +26,7 @@ from typing import Any
 
 from chronomem.errors import StoreError
 from chronomem.records import utcnow
-from chronomem.storage.schema import SCHEMA_VERSION_KEY, TABLE_NAME
+from chronomem.storage.schema import SCHEMA_VERSION_KEY, TABLE_NAME, memories_schema, stored_model
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,11 @@ class Checkup:
     version: int | None = None
     versions: int = 0
     rows: int | None = None
+    #: The model the table records its vectors are from (`chronomem reembed` changes it), and their dimension.
+    model: str | None = None
+    dim: int | None = None
+    #: Rows per model that made their vector (each row's `embed_model`), when the table reads.
+    row_models: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -143,6 +148,8 @@ class Checkup:
             rows = f", {self.rows} rows" if self.rows is not None else ""
             kept = f"{self.versions} version{'s' if self.versions != 1 else ''} kept"
             lines.append(f"  table version {self.version} ({kept}){rows}")
+        if self.model is not None:
+            lines.append(f"  vectors from {self.model} ({self.dim}-d)")
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  problem: {p}" for p in self.problems]
         lines += [f"  repaired: {a}" for a in self.actions]
@@ -202,10 +209,14 @@ def check(path: Path | str) -> Checkup:
         return report
     report.version = int(table.version)
     report.versions = len(table.list_versions())
+    report.model, report.dim = stored_model(table.schema)
     try:
         everything = table.to_arrow()
         report.rows = int(everything.num_rows)
         ids = set(everything.column("id").to_pylist())
+        for made_by in everything.column("embed_model").to_pylist():
+            key = made_by or "?"
+            report.row_models[key] = report.row_models.get(key, 0) + 1
     except Exception as exc:
         report.fail(f"version {report.version} does not read: {error_line(exc)}")
         try:
@@ -373,9 +384,18 @@ def repair(path: Path | str) -> Checkup:
     if newest is not None:
         try:
             backup_rows = read_backup(newest.path)
-            sources.append(backup_rows)
         except Exception as exc:
             actions.append(f"the backup {newest.path.name} does not read ({error_line(exc)})")
+        else:
+            backup_dim = backup_rows.schema.field("vector").type.list_size
+            if backup_dim == rows.schema.field("vector").type.list_size:
+                sources.append(backup_rows)
+            else:  # taken before `chronomem reembed` moved the store: its vectors do not fit the table
+                actions.append(
+                    f"the backup {newest.path.name} holds {backup_dim}-d vectors of another model: not merged "
+                    f"(`chronomem restore {newest.path}` makes the store that backup, model included)"
+                )
+                backup_rows = None
     merged = merge_latest(*sources) if len(sources) > 1 else rows
     acked = ledger_mod.read(path)
     wanted = set(acked.recent_ids() if acked else []) | set(
@@ -457,6 +477,9 @@ def _manifest_version(manifest: Path) -> int:
 def restore_backup(store_path: Path | str, file: Path | str, replace: bool = False) -> tuple[int, int]:
     """Make the table exactly the backup's rows, as a new version (old versions kept); (rows, version).
 
+    The table takes the backup's schema, so its model too: a backup from before `chronomem reembed` moves the
+    store back to the model it was then.
+
     A table that holds rows is replaced only with `replace` (its current state is backed up first when it
     reads); a table that does not open is moved to `quarantine/` whole and created again from the backup."""
     from chronomem.errors import InvalidInput
@@ -494,8 +517,14 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
                 write_backup(store_path, table.to_arrow(), int(table.version), keep=BACKUP_KEEP + 1)
             except Exception:  # a state that does not read cannot be backed up: the restore still goes on
                 pass
+    if (rows.schema.metadata or {}).get(SCHEMA_VERSION_KEY) is not None:
+        # the backup's own model and dimension: restoring one taken before `chronomem reembed` undoes the move
+        model, dim = stored_model(rows.schema)
+        rows = rows.select(memories_schema(dim, model).names).cast(memories_schema(dim, model))
     if table is None:
         table = db.create_table(TABLE_NAME, data=rows)
+    elif (rows.schema.metadata or {}).get(SCHEMA_VERSION_KEY) is not None:
+        table.add(rows, mode="overwrite")
     else:
         table.add(rows.select(table.schema.names).cast(table.schema), mode="overwrite")
     ledger.rebase(store_path, int(table.version), int(table.count_rows()))

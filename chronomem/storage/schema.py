@@ -46,3 +46,10 @@ def memories_schema(dim: int, embed_model: str) -> pa.Schema:
 
 #: Columns returned by searches: everything but the vector, which no caller reads back.
 RESULT_COLUMNS = [f for f in memories_schema(1, "").names if f != "vector"]
+
+
+def stored_model(schema: pa.Schema) -> tuple[str, int]:
+    """(model name, vector dimension) a `memories` table records: the model its vectors are from
+    (set at creation, and by `chronomem reembed`); `?` when its metadata names none."""
+    name = (schema.metadata or {}).get(EMBED_MODEL_KEY, b"?").decode() or "?"
+    return name, int(schema.field("vector").type.list_size)

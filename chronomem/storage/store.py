@@ -27,12 +27,12 @@ from chronomem.storage import ledger
 from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint, resource_error
 from chronomem.storage.filters import Filter
 from chronomem.storage.schema import (
-    EMBED_MODEL_KEY,
     RESULT_COLUMNS,
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     TABLE_NAME,
     memories_schema,
+    stored_model,
 )
 
 _Found = TypeVar("_Found")
@@ -339,12 +339,12 @@ class MemoryStore:
                 f"the store at {path} has schema version {int(version)}, newer than this chronomem "
                 f"({SCHEMA_VERSION}): upgrade chronomem"
             )
-        stored_dim = schema.field("vector").type.list_size
+        model, stored_dim = stored_model(schema)
         if stored_dim != dim:
-            model = meta.get(EMBED_MODEL_KEY, b"?").decode()
             raise StoreError(
                 f"the store at {path} holds {stored_dim}-d vectors from {model}; the configured model makes "
-                f"{dim}-d vectors: use the same model or another store"
+                f"{dim}-d vectors: run `chronomem reembed --store {path}` to move the store to the configured model "
+                f"(or configure {model} again, or use another store)"
             )
 
     @property
@@ -443,10 +443,24 @@ class MemoryStore:
         try:
             return write()
         except Exception as exc:
-            known = resource_error(self.path, exc)
+            known = resource_error(self.path, exc) or self._moved()
             if known is not None:
                 raise known from exc
             raise
+
+    def _moved(self) -> StoreError | None:
+        """The error for a write that failed because `chronomem reembed` moved the store to vectors of another
+        dimension while this process had it open (None when the table's vectors still fit this process's)."""
+        try:
+            model, dim = stored_model(self._handle.schema)
+        except Exception:
+            return None
+        if dim == self.dim:
+            return None
+        return StoreError(
+            f"the store at {self.path} now holds {dim}-d vectors from {model} (`chronomem reembed` moved it); this "
+            f"process embeds {self.dim}-d vectors: restart it with {model} configured"
+        )
 
     def _commit(self, data: Any, write: Callable[[], Any]) -> None:
         """Commit `data` (`write` returns LanceDB's result, with the version), read it back, acknowledge it."""
