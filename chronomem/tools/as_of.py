@@ -7,12 +7,17 @@ now/today/yesterday; then, for a single token, a ref of the repository; then a p
 "3 weeks ago" or "june". So a tag named `1.4` is the tag, not 2024-01-04, and a branch named
 `june` wins over the month. When none of them reads, the error names both possibilities.
 The result's `at_ref` / `known_at_ref` and its message give the ref, commit and time used.
+
+`SPEC` is the tool as MCP publishes it (title, description for the model, hints, input schema,
+the alias `k` for `limit`); the CLI calls `as_of` directly.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from chronomem.codebase import Codebase, NotARef, looks_like_ref, short
 from chronomem.errors import InvalidInput
@@ -20,6 +25,7 @@ from chronomem.service import MemoryService
 from chronomem.timeparse import EARLIEST, LATEST, exact_time, iso, parse_time
 from chronomem.tools.recall import search_slice
 from chronomem.tools.results import GitRef, RecallResult
+from chronomem.tools.spec import Budget, Hints, Kinds, Limit, Project, Scope, ToolSpec, default
 
 AT_HELP = "an ISO 8601 date such as 2024-05-01, a phrase like '3 weeks ago', or a git commit, tag or branch such as v1.4.0"
 
@@ -97,3 +103,62 @@ def as_of(
     )
     result.at_ref, result.known_at_ref = at_ref, known_ref
     return result
+
+
+# ---------------------------------------------------------------------------------------------- over MCP
+
+
+def mcp_arguments(
+    query: Annotated[str, Field(description="What you want to know.")],
+    at: Annotated[
+        str,
+        Field(
+            description="The moment: ISO 8601 (2024-05-01, 2024-05-01T14:00Z), '3 weeks ago', or a git "
+            "commit, tag or branch of the project (v1.4.0), read as its commit time."
+        ),
+    ],
+    known_at: Annotated[
+        str | None,
+        Field(description="Answer as chronomem knew it then (transaction time; a time or a git ref). Default now."),
+    ] = None,
+    limit: Limit = None,
+    budget_tokens: Budget = None,
+    scope: Scope = "project",
+    kinds: Kinds = None,
+    project: Project = None,
+) -> dict[str, Any]:
+    """`as_of`'s MCP parameters (the input schema) as the handler's keyword arguments."""
+    return {
+        "query": query,
+        "at": at,
+        "known_at": known_at,
+        "project": project,
+        "scope": scope,
+        "limit": default(limit, 10),
+        "budget_tokens": budget_tokens,
+        "kinds": kinds,
+    }
+
+
+DESCRIPTION = """\
+Look up what was true at an earlier time, e.g. "what was the test command in March?"
+
+Call it when the question is about the past or about a release: query="test command",
+at="2024-03-15", or query="deploy procedure", at="v1.4.0" (a tag, commit or branch: its commit
+time). Answers from the memories valid at `at` as recorded by `known_at` (default now),
+including values that were superseded since; for what is true now, use `recall`.
+
+Returns the same shape as `recall` (facts and memories with ids, valid/recorded times and
+score, or abstained=true when nothing was known then), plus the git ref and commit `at` was
+read as. Reads only."""
+
+SPEC = ToolSpec(
+    name="as_of",
+    title="Recall as of a time",
+    description=DESCRIPTION,
+    hints=Hints(read_only=True, destructive=False, idempotent=True),
+    handler=as_of,
+    result=RecallResult,
+    arguments=mcp_arguments,
+    aliases={"k": "limit"},
+)

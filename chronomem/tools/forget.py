@@ -4,11 +4,16 @@ Invalidating closes the valid-time interval through a revision row; retracting s
 the transaction-time end (`expired_at`). Either way `as_of` before that moment still
 sees the memory, and `history` shows why it ended. Facts derived only from a
 forgotten chunk are forgotten with it.
+
+`SPEC` is the tool as MCP publishes it (title, description for the model, hints, input schema,
+the alias `memory_id` for `id`); the CLI calls `forget` directly.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from chronomem.errors import InvalidInput
 from chronomem.records import MemoryRecord
@@ -17,6 +22,7 @@ from chronomem.storage import Filter, MemoryStore
 from chronomem.timeparse import iso, parse_time
 from chronomem.tools.lookup import get_or_fail, latest_revision
 from chronomem.tools.results import ForgetResult
+from chronomem.tools.spec import Hints, ToolSpec
 from chronomem.tools.validate import memory_id, require_text
 
 MAX_REASON_CHARS = 1000
@@ -95,3 +101,45 @@ def _derived_facts(store: MemoryStore, chunk: MemoryRecord, now: Any) -> list[Me
     ids = [chunk.id] + ([chunk.revision_of] if chunk.revision_of else [])
     rows = store.find(Filter().projects([chunk.project]).derived_from(ids).kinds(["fact"]).known(now), with_vectors=True)
     return [r for r in rows if set(r.source_ids) <= set(ids) and (r.invalid_at is None or r.invalid_at > now)]
+
+
+# ---------------------------------------------------------------------------------------------- over MCP
+
+
+def mcp_arguments(
+    id: Annotated[str | None, Field(description="Id of the memory, from recall/as_of/history.")] = None,
+    reason: Annotated[str | None, Field(description="Why it is no longer true; shown in history.")] = None,
+    retract: Annotated[
+        bool, Field(description="True if it was never true (a mistake), rather than true until now.")
+    ] = False,
+    at: Annotated[str | None, Field(description="When it stopped being true; default now.")] = None,
+) -> dict[str, Any]:
+    """`forget`'s MCP parameters (the input schema) as the handler's keyword arguments."""
+    return {"id": id, "reason": reason, "retract": retract, "at": at}
+
+
+DESCRIPTION = """\
+Mark a memory as no longer true. Nothing is deleted.
+
+Call it when the user says something stopped being true or was wrong, e.g. id="01J…" (from
+recall, as_of or history), reason="we dropped Redis". By default its validity ends now: recall
+stops returning it, while as_of before that moment and history still show it, with the reason.
+retract=true records that it was never true. Facts derived only from a forgotten memory are
+forgotten with it. A later `remember` of the same statement makes it current again.
+
+Returns the id, what happened (invalidated, retracted, or unchanged when it had already ended)
+and the ids of the facts forgotten with it. Forgetting the same memory again changes nothing."""
+
+SPEC = ToolSpec(
+    name="forget",
+    title="Forget",
+    description=DESCRIPTION,
+    # Not destructive: it closes a validity interval by adding rows (a revision with the end time, or the
+    # retraction's expiry); every earlier state stays readable through as_of and history, so nothing is lost.
+    # Idempotent: a second call on an ended memory answers `unchanged`.
+    hints=Hints(read_only=False, destructive=False, idempotent=True),
+    handler=forget,
+    result=ForgetResult,
+    arguments=mcp_arguments,
+    aliases={"memory_id": "id"},
+)

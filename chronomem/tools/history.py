@@ -2,11 +2,16 @@
 
 Each entry carries `commit`: the project repository's HEAD when that row was written (null when
 it was written outside a git repository), shown abbreviated beside the interval in the text.
+
+`SPEC` is the tool as MCP publishes it (title, description for the model, hints, input schema,
+the alias `memory_id` for `id`); the CLI calls `history` directly.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from chronomem.errors import InvalidInput, NotFound
 from chronomem.marks import conflicts_of
@@ -16,6 +21,7 @@ from chronomem.storage import Filter
 from chronomem.timeparse import iso
 from chronomem.tools.lookup import get_or_fail, original_id
 from chronomem.tools.results import HistoryEntry, HistoryResult
+from chronomem.tools.spec import Hints, Project, ToolSpec
 from chronomem.tools.validate import memory_id, require_text
 
 
@@ -111,3 +117,40 @@ def _entry(r: MemoryRecord, now: Any, superseded_by: str | None = None) -> Histo
         commit=r.commit,
         conflicts_with=conflicts_of(r.tags),
     )
+
+
+# ---------------------------------------------------------------------------------------------- over MCP
+
+
+def mcp_arguments(
+    id: Annotated[str | None, Field(description="Id of any memory in the chain.")] = None,
+    subject: Annotated[str | None, Field(description="Fact subject (with predicate), instead of id.")] = None,
+    predicate: Annotated[str | None, Field(description="Fact predicate (with subject), instead of id.")] = None,
+    project: Project = None,
+) -> dict[str, Any]:
+    """`history`'s MCP parameters (the input schema) as the handler's keyword arguments."""
+    return {"id": id, "subject": subject, "predicate": predicate, "project": project}
+
+
+DESCRIPTION = """\
+Show how a fact changed over time: every value with its valid interval, oldest first.
+
+Call it when asked when or why something changed, or to check a value recall returned, e.g.
+history(subject="myproject", predicate="test_command") → pytest (Jan–Mar), then nox -s tests
+(Mar–now). It also accepts the id of any memory from recall; for a plain memory it shows its
+revisions.
+
+Returns the entries with ids, valid and recorded times, what superseded what, why each ended,
+which live facts disagree with it, and the git commit that was HEAD when each was written.
+Reads only."""
+
+SPEC = ToolSpec(
+    name="history",
+    title="History of a fact",
+    description=DESCRIPTION,
+    hints=Hints(read_only=True, destructive=False, idempotent=True),
+    handler=history,
+    result=HistoryResult,
+    arguments=mcp_arguments,
+    aliases={"memory_id": "id"},
+)

@@ -12,6 +12,9 @@ a glob either way (fnmatch, so `*` also crosses `/`), or a directory holding the
 by the query when one is given, else newest first (stale ones after the rest). The given paths
 are read relative to the repository like `remember`'s. Matching runs in Python over the slice's
 rows that have paths, at most `PATH_SCAN_LIMIT` of them.
+
+`SPEC` is the tool as MCP publishes it (title, description for the model, hints, input schema,
+the alias `k` for `limit`); the CLI and `as_of` call the functions directly.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from chronomem.codebase import Codebase, StalenessCheck, normalise_query_path, path_matches
 from chronomem.config import MAX_LIMIT, MAX_QUERY_CHARS
@@ -38,6 +43,7 @@ from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
 from chronomem.tools.results import MemoryItem, RecallResult, Stale
+from chronomem.tools.spec import Budget, Hints, Kinds, Limit, Project, Scope, ToolSpec, default
 from chronomem.tools.validate import bounded_int, require_text, string_list
 
 KINDS = ("fact", "chunk")
@@ -399,3 +405,62 @@ def _fold(hits: list[Hit]) -> list[Hit]:
             unique.append(h)
     covered = {cid for h in unique if h.record.kind == "fact" for cid in h.record.source_ids}
     return [h for h in unique if h.record.kind != "chunk" or not ({h.record.id, h.record.revision_of} & covered)]
+
+
+# ---------------------------------------------------------------------------------------------- over MCP
+
+
+def mcp_arguments(
+    query: Annotated[
+        str | None, Field(description="What you want to know, in words or identifiers. Optional with `paths`.")
+    ] = None,
+    paths: Annotated[
+        list[str] | None,
+        Field(
+            description="Files or globs (relative to the repository): return what is known about them, "
+            "e.g. before editing them; ranked by `query` if given, else newest first."
+        ),
+    ] = None,
+    limit: Limit = None,
+    budget_tokens: Budget = None,
+    scope: Scope = "project",
+    kinds: Kinds = None,
+    project: Project = None,
+) -> dict[str, Any]:
+    """`recall`'s MCP parameters (the input schema) as the handler's keyword arguments."""
+    return {
+        "query": query,
+        "paths": paths,
+        "project": project,
+        "scope": scope,
+        "limit": default(limit, 10),
+        "budget_tokens": budget_tokens,
+        "kinds": kinds,
+    }
+
+
+DESCRIPTION = """\
+Look up what is currently true and remembered about this project.
+
+Call it before answering questions about the project's setup, commands, conventions, decisions,
+ports, owners or past bugs, e.g. query="how do we run the tests"; before editing files,
+recall(paths=["src/auth/*.py"]) returns what is known about them.
+
+Returns live facts and verbatim memories, best first, each with id, kind, text, valid/recorded
+times, provenance, score and the channels that matched. When nothing relevant is stored it says
+so and returns no results (abstained=true): do not guess then. Superseded values are not
+returned; use `as_of` or `history` for the past. A result whose files changed since it was
+written carries `stale` (which files) and is ranked lower: check it against the code.
+It changes no memory's content or validity; being returned raises a memory's rank a little later."""
+
+SPEC = ToolSpec(
+    name="recall",
+    title="Recall",
+    description=DESCRIPTION,
+    hints=Hints(read_only=True, destructive=False, idempotent=True),
+    handler=recall,
+    result=RecallResult,
+    arguments=mcp_arguments,
+    aliases={"k": "limit"},
+    reinforces_hits=True,  # a recall hit is a sign the memory matters now (consolidate/salience.py)
+)

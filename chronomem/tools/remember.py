@@ -2,16 +2,19 @@
 
 Code anchors: the project directory's git HEAD is recorded in `commit`, the `paths` are stored
 relative to the repository (globs kept as given) and the blob id of each file they name is
-recorded as a `cm:anchor:` tag (chronomem/codebase.py, consolidate/marks.py), on the chunk and
+recorded as a `cm:anchor:` tag (chronomem/codebase.py, chronomem/marks.py), on the chunk and
 on every fact it carries, so `recall` can tell when those files have changed since.
+
+`SPEC` is the tool as MCP publishes it (title, description for the model, hints, input schema,
+the alias `text` for `content`); the CLI calls `remember` directly.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from chronomem.codebase import Codebase, short
 from chronomem.config import MAX_FACTS_PER_CALL
@@ -31,6 +34,7 @@ from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.timeparse import iso, parse_time
 from chronomem.tools.results import Anchor, FactResult, Redaction, RefusedFact, RememberResult
+from chronomem.tools.spec import Hints, Project, ToolSpec
 from chronomem.tools.validate import require_text, string_list
 
 SOURCES = ("agent", "rules", "llm", "import")
@@ -207,3 +211,67 @@ def remember(
         anchors=[Anchor(path=p, blob=b) for p, b in sorted(anchors.items())],
         message=summary + ".",
     )
+
+
+# ---------------------------------------------------------------------------------------------- over MCP
+
+
+def mcp_arguments(
+    content: Annotated[str | None, Field(description="The statement to keep, verbatim.")] = None,
+    facts: Annotated[
+        # each item is checked on its own (parse_facts): a malformed fact is refused and reported, and the
+        # note is stored all the same
+        list[FactInput | dict[str, Any]] | None,
+        Field(
+            description="Structured facts the content states, one per value that may change later: "
+            "subject (what it is about), predicate (which attribute), object (its value now), e.g. "
+            '{"subject": "billing-api", "predicate": "port", "object": "8080"}. A fact on the same '
+            "(subject, predicate) with a different object invalidates the older one. A malformed fact is "
+            "refused and listed in `refused_facts`; the note is stored all the same."
+        ),
+    ] = None,
+    valid_from: Annotated[
+        str | None,
+        Field(description="When it became true: ISO 8601 (2024-05-01) or a phrase ('2 days ago'). Default now."),
+    ] = None,
+    tags: Annotated[list[str] | None, Field(description="Optional labels for filtering.")] = None,
+    paths: Annotated[
+        list[str] | None,
+        Field(
+            description="Optional files or globs the memory is about (relative to the repository). Their "
+            "content hashes and the HEAD commit are recorded; recall flags the memory stale when they change."
+        ),
+    ] = None,
+    project: Project = None,
+) -> dict[str, Any]:
+    """`remember`'s MCP parameters (the input schema) as the handler's keyword arguments."""
+    return {"content": content, "facts": facts, "valid_from": valid_from, "tags": tags, "paths": paths, "project": project}
+
+
+DESCRIPTION = """\
+Store something worth remembering about this project, at once.
+
+Call it when you learn a decision, command, convention, version, port, owner, bug or fix that a
+later session should know. When the statement sets a value that may change later, also pass
+`facts`, e.g. content="Tests now run with `nox -s tests`" with
+facts=[{"subject": "myproject", "predicate": "test_command", "object": "nox -s tests"}];
+the previous test_command is then invalidated (kept for as_of/history, gone from recall).
+Pass `paths` when the memory is about specific files (e.g. paths=["deploy/fabfile.py"]): recall
+then says when those files have changed since, and recall(paths=…) finds it.
+
+Returns the new memory's id and what happened to each fact (added, superseded, reinforced;
+malformed ones in `refused_facts`). Credentials in the input (API keys, tokens, private keys,
+passwords) are stored as [REDACTED:<kind>] and listed in `redacted`: remember where a secret
+lives, not its value. Each call adds a memory, so calling it twice stores the statement twice."""
+
+SPEC = ToolSpec(
+    name="remember",
+    title="Remember",
+    description=DESCRIPTION,
+    # Writes, but only adds: an older value it supersedes stays readable through as_of and history.
+    hints=Hints(read_only=False, destructive=False, idempotent=False),
+    handler=remember,
+    result=RememberResult,
+    arguments=mcp_arguments,
+    aliases={"text": "content"},
+)

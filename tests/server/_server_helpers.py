@@ -34,8 +34,12 @@ TOOL_NAMES = {"remember", "recall", "forget", "as_of", "history"}
 
 
 def server_env(**overrides: str) -> dict[str, str]:
-    """The variables the spawned server gets: none of the model settings (it loads the shipped model)."""
+    """The variables the spawned server gets: none of the model settings (it loads the shipped model).
+
+    `PYTHONPATH` puts this checkout first, so the server runs the code under test even when the installed
+    (editable) package points at another checkout."""
     env = {"CHRONOMEM_LOG_LEVEL": "WARNING"}  # nothing else: the shipped model, as a user gets it
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     if os.environ.get("CHRONOMEM_CACHE_DIR"):  # this run's int8 model copy (tests/conftest.py)
         env["CHRONOMEM_CACHE_DIR"] = os.environ["CHRONOMEM_CACHE_DIR"]
     env.update(overrides)
