@@ -5,22 +5,23 @@ Two sources of reinforcement raise a row's stored `salience`:
 - a recall hit (+`HIT_STEP`, applied here in a batch by the consolidator, never on the
   read path: `HitLog.record` only appends ids to memory).
 
-Decay is computed at read time, so no row is rewritten as time passes and nothing is
-ever removed by it:
+`apply_hits` writes hits by upserting each row again with its new `salience` and the time of
+its last hit as the `cm:seen:<time>` mark in `tags` (the schema has no column for it): the one
+place a memory row is rewritten in place rather than only having its validity closed.
+
+Decay is computed at read time (`chronomem.facts.effective_salience`), so no row is rewritten
+as time passes and nothing is ever removed by it:
 
     effective_salience = salience * 0.5 ** (age / HALF_LIFE)
 
-where `age` is the time since the row was last reinforced (`last_reinforced`: the
-latest of its creation, the newest chunk that restated it, and its last recall hit,
-kept as the `cm:seen:<time>` mark in `tags` — the schema has no column for it).
-`HALF_LIFE` is 90 days: a fact nobody has stated or recalled for a quarter counts half.
+where `age` is the time since the row was last reinforced (`last_reinforced`: the latest of
+its creation, the newest chunk that restated it, and its last recall hit). `HALF_LIFE` is
+90 days: a fact nobody has stated or recalled for a quarter counts half.
 
-How ranking should use it (for the read path, retrieval/): add a small, bounded bonus
-to the fused score, e.g. ``score += SALIENCE_WEIGHT * math.log1p(effective_salience(...))``
-with `SALIENCE_WEIGHT` about 1/600 (a tenth of one RRF rank step at rank 1), so salience
-breaks near-ties between equally relevant memories but never lifts an irrelevant one
-over a relevant one, and never gates results. Hits are recorded only for `recall`
-(not `as_of`: looking at the past is not a sign the past matters now).
+Ranking (retrieval/rank.py) adds `RankConfig.salience_weight × log1p(effective salience)` to
+a memory's score: a bounded bonus that lets reinforced memories lead among equally relevant
+ones and never gates a result; the brief (tools/brief.py) orders facts by it. Hits are
+recorded only for `recall` (not `as_of`: looking at the past is not a sign the past matters now).
 """
 
 from __future__ import annotations
@@ -43,8 +44,6 @@ HIT_COOLDOWN = timedelta(minutes=30)
 MAX_SALIENCE = 10.0
 #: Most hit ids applied per consolidator step.
 HIT_BATCH = 256
-#: Suggested weight of `log1p(effective_salience)` in a fused ranking score (see the module docstring).
-SALIENCE_WEIGHT = 1.0 / 600
 
 
 class HitLog:

@@ -1,4 +1,6 @@
-"""Pure scoring functions: weighted reciprocal rank fusion and token estimates (the abstention gate is in rank.py)."""
+"""Pure scoring functions: weighted reciprocal rank fusion (`rrf`), which the baselines of eval/ablation.py fuse with
+(recall's own ranking, rank.py, sums weighted channel scores instead), and `estimate_tokens`, by which recall and the
+brief keep to a token budget."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from dataclasses import dataclass, field
 
 #: The RRF constant from Cormack et al. (2009); larger flattens the rank curve.
 RRF_K = 60
-#: Equal channel weights: plain RRF, the ablation baseline; recall passes the tuned weights of RankConfig.
+#: Equal channel weights: plain RRF, the ablation baseline.
 DEFAULT_WEIGHTS: Mapping[str, float] = {"dense": 1.0, "lexical": 1.0}
 
 
