@@ -3,7 +3,7 @@
 Each tool's title, model-facing description, annotations, input schema and argument aliases
 live in the tool's own module (`ToolSpec`, tools/spec.py); `register_tool` publishes one spec,
 and `build_server` loops over them, adds the session brief (server/brief.py) and gives the
-`initialize` instructions. Here too: what every call shares. Results are structured content plus
+`initialize` instructions. What every call shares lives here too: results are structured content plus
 readable text. An argument the tool does not take is refused naming those it does; a
 `ChronomemError` becomes a one-line tool error; anything unexpected is logged to stderr and
 reported in one line, and the server stays up. Blocking work runs on a worker thread so the
