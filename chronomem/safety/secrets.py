@@ -328,6 +328,19 @@ class SecretGuard:
             self.counts[kind] = self.counts.get(kind, 0) + n
         return redact(text, findings)
 
+    def check_name(self, text: str | None, field_name: str) -> None:
+        """Refuse a name (a project) holding a secret, in `redact` mode too: a redacted project name would
+        file the memory under another project, where its own project never finds it."""
+        if self.mode == "allow" or not text:
+            return
+        findings = scan(text, name=True)
+        if findings:
+            counts = Counter(f.kind for f in findings)
+            raise InvalidInput(
+                f"{field_name} contains {describe(dict(counts))}; nothing was stored. A {field_name} is a name: "
+                "pass one without a credential in it"
+            )
+
     def clean_list(self, values: list[str], field_name: str) -> list[str]:
         return [self.clean(v, field_name) for v in values]
 

@@ -78,6 +78,8 @@ def remember(
 ) -> RememberResult:
     """Append `content` as a chunk (embedding + append, no LLM) and resolve its facts before returning."""
     text = require_text(content, "content", svc.settings.max_content_chars)
+    guard = SecretGuard(svc.settings.secrets_mode)
+    guard.check_name(project, "project")
     scope = svc.project(project)
     numbered, refused = parse_facts(facts)
     fact_inputs = [f for _, f in numbered]
@@ -86,7 +88,6 @@ def remember(
     if source not in SOURCES:
         raise InvalidInput(f"source must be one of {', '.join(SOURCES)}")
     # Secrets are masked (or refused) here, before anything is embedded or stored.
-    guard = SecretGuard(svc.settings.secrets_mode)
     text = guard.clean(text, "content")
     fact_inputs = [
         f.model_copy(
