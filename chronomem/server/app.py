@@ -311,8 +311,8 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         facts=[{"subject": "myproject", "predicate": "test_command", "object": "nox -s tests"}];
         the previous test_command is then invalidated (kept for as_of/history, gone from recall).
         Returns the new memory's id and what happened to each fact (added, superseded, reinforced).
-        Credentials in the input (API keys, tokens, private keys, passwords) are stored as
-        [REDACTED:<kind>] and listed in `redacted`; remember where a secret lives, not its value.
+        Credentials in any field (API keys, tokens, private keys, passwords, also in sentences) are
+        stored as [REDACTED:<kind>] and listed in `redacted`; remember where a secret lives, not its value.
         Pass `paths` when the memory is about specific files (e.g. paths=["deploy/fabfile.py"]):
         recall then says when those files have changed since, and recall(paths=…) finds it.
         """
