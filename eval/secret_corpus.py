@@ -199,6 +199,10 @@ def benign_cases(seed: int = 7, per_kind: int = 4) -> list[BenignCase]:
         add("secret-location", "Grab the webhook signing key from Vault path `secret/data/hr/webhook-signing-key`.")
         add("secret-location-colon", "webhook signing key: 1Password vault 'Eng Shared', item 'webhook signing key'.")
         add("env-var-value-name", "Env var for the Sentry DSN: `SENTRY_DSN`.")
+        add("prose-password-words", "the password is case-sensitive; the token is JWT-based and short-lived")
+        add("prose-token-time", f"the token expired at 2024-05-0{rng.randint(1, 9)}T10:00:00Z and the refresh token was revoked")
+        add("prose-token-commit", f"rotated the GitHub token; the new one is in 1Password (commit {_r(rng, HEX, 7)})")
+        add("code-references", "password = request.form['password']; token = jwt.encode(payload, key); password: ${DB_PASSWORD:-}")
     return out
 
 

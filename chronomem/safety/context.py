@@ -65,7 +65,7 @@ _KW = (
     r"(?:" + "|".join(sorted(_KEY_QUALIFIERS)) + r")[ _\-]keys?"
 )
 _CONNECTOR = (
-    r"(?::=|=>|=|:(?!//)|\b(?:is|was|are|were)(?:[ \t]+(?:now|still|currently|just|literally|simply))?\b|"
+    r"(?::=|=>|=|:(?=[ \t\"'`]|$)|\b(?:is|was|are|were)(?:[ \t]+(?:now|still|currently|just|literally|simply))?\b|"
     r"\b(?:set|changed|rotated|updated|reset)[ \t]+to\b|\bbecomes\b|\bequals\b|\breads\b)"
 )
 _PROSE = re.compile(
@@ -101,6 +101,7 @@ _CLAUSE_END = re.compile(
     r"since|with|from|as|then|while|though|although|unless)(?!\w)))",
     re.IGNORECASE,
 )
+_LETTERS = re.compile(r"^[A-Za-z]+(?:[\-_.][A-Za-z]+)*$")
 _RUN = re.compile(r"\S{0,2049}")
 _MAX_VALUE = 2048
 _TRAILING = ".,;:)]}>\"'`"
@@ -255,11 +256,14 @@ def _stated_secret(value: str, keyword: str, strong: bool, quoted: bool, after: 
         return False
     if value.isdigit():
         return strong and len(value) >= 8
-    if value.isalpha():
-        mixed = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
-        return strong and len(value) >= 12 and mixed and not _all_words(value)
     if _PASSPHRASE_WORD.match(keyword) and _passphrase(value):
         return True
+    if _LETTERS.match(value):
+        # words (`case-sensitive`, `JWT-based`, `Bitwarden`), unless a part is long, mixed-case and no word
+        return strong and any(
+            len(p) >= 12 and any(c.isupper() for c in p[1:]) and any(c.islower() for c in p) and not _all_words(p)
+            for p in re.split(r"[\-_.]", value)
+        )
     if _all_words(value):
         # `hunter2`, `Summer2024!`, `1Password`: a weak password only where a password word states it
         return password and strong and ends_clause
