@@ -56,7 +56,7 @@ class Settings:
     model_wait_seconds: float = DEFAULT_MODEL_WAIT_SECONDS
     max_content_chars: int = MAX_CONTENT_CHARS
     log_level: str = "WARNING"
-    #: What `remember` does with secrets in its input: redact (default), reject or allow (CHRONOMEM_SECRETS).
+    #: What remember, forget and import do with secrets in their input: redact, reject or allow (CHRONOMEM_SECRETS).
     secrets_mode: str = "redact"
     #: Default token budget of the session brief (CHRONOMEM_BRIEF_TOKENS), within MIN/MAX_BRIEF_TOKENS.
     brief_tokens: int = DEFAULT_BRIEF_TOKENS

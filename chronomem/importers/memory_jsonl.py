@@ -232,6 +232,7 @@ def import_memory_jsonl(
     batch_size: int = BATCH_SIZE,
 ) -> ImportReport:
     """Import a memory.jsonl into `project` (default: the service's project) of `svc`'s store."""
+    SecretGuard(svc.settings.secrets_mode).check_name(project, "project")
     scope = svc.project(project)
     parsed = parse(lines, svc.settings.max_content_chars)
     report = ImportReport(scope, parsed.entities, parsed.relations, bad_lines=list(parsed.bad))

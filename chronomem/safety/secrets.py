@@ -1,21 +1,28 @@
 """Secret scanning on the write path: find credentials in text before it is embedded or stored.
 
-Detection is detect-secrets (Yelp's maintained scanner): its format detectors (AWS, GitHub,
-GitLab, Slack, Stripe, OpenAI, SendGrid, Twilio, npm, PyPI, JWT, Discord, Telegram, Azure,
-Mailchimp, Square, Artifactory, IBM, SoftLayer, Cloudant, private keys, passwords in URLs)
-and its keyword detector (`password = …`, `API_KEY: …`), plus a few token formats it
-predates (Anthropic, Google, Hugging Face, GitHub fine-grained, OpenAI project keys,
-DigitalOcean, Shopify, bearer headers, `?token=` query parameters) and a generic
-high-entropy check (Shannon entropy, as detect-secrets measures it).
+Four sources of findings, then one allow-list:
 
-Coding memories are full of hashes and ids, so the high-entropy check is narrower than
-detect-secrets' own: a token must be 20+ characters of the base64/base64url alphabet, mix
-upper case, lower case and digits, and not be hex (git SHAs, digests), a UUID, a ULID or
-an SRI hash (`sha512-…`); a line that names a hash (digest, checksum, sha256, etag, …) is
-not searched for entropy at all. `python -m eval.secrets` measures detection and false
-positives on a corpus of fake keys and benign look-alikes, and the cost: ~0.2 ms for a
-typical memory, ~20 ms for the largest content `remember` accepts, under 1 s for adversarial
-32,000-character input built to make the patterns backtrack.
+1. **Known formats** — detect-secrets (Yelp's maintained scanner, pure Python) for the formats it
+   knows (AWS, GitHub, GitLab, Slack, Stripe, Twilio, npm, PyPI, JWT, Discord, Telegram, Azure
+   storage, Mailchimp, Square, Artifactory, IBM, SoftLayer, Cloudant, private keys, passwords in
+   URLs), and `chronomem/safety/formats.py` for the ~90 vendor-documented token structures it
+   predates or lacks (clouds, code hosts and CI, package registries, chat, payment, mail,
+   observability, AI APIs, age identities, Sentry DSNs, Postman, Docker …).
+2. **Private key blocks** — PEM, OpenSSH, PGP and PuTTY, each redacted whole.
+3. **Context** (`chronomem/safety/context.py`) — `NAME=value` where the name says secret
+   (`API_TOKEN=…`, `DJANGO_SECRET_KEY='…'`), and prose ("the root password on the old box is …",
+   "passphrase purple-…"), with the value judged by its shape.
+4. **High entropy, in context only** — a random-looking token (20+ base64 characters mixing
+   cases and digits) on a line that speaks of a password, secret, token, credential or key, or
+   that holds a known format. Without such words a high-entropy string is taken for what coding
+   notes are full of: hashes, ids, checksums.
+
+`chronomem/safety/allow.py` then drops every finding inside what must never be redacted:
+go.sum `h1:` hashes, SRI and `sha256:` digests, SSH public keys, certificates, pytest node ids
+with their parameters, inline data, documented example keys (`…EXAMPLE`); git SHAs, UUIDs and
+ULIDs never count as high-entropy strings. `python -m eval.secrets` measures recall and the
+share of look-alikes altered on a dev and a held-out corpus (eval/secret_corpus.py), and the
+cost; `python -m eval.secrets_devmem` checks the DevMem notes stay untouched.
 
 Modes (`CHRONOMEM_SECRETS`): `redact` (default) replaces each match with
 `[REDACTED:<kind>]`; `reject` refuses the write; `allow` stores text as given. Results and
@@ -33,15 +40,18 @@ from functools import lru_cache
 from typing import Any
 
 from chronomem.errors import InvalidInput
+from chronomem.safety import context, formats
+from chronomem.safety.allow import is_filler, is_identifier, protected
 
 MODES = ("redact", "reject", "allow")
 DEFAULT_MODE = "redact"
 
 #: Generic kinds rank below format-specific ones when two findings overlap.
-KEYWORD = "password-assignment"
+KEYWORD = context.KEYWORD
+PROSE = context.PROSE
 HIGH_ENTROPY = "high-entropy-string"
 PRIVATE_KEY = "private-key"
-_GENERIC = {HIGH_ENTROPY: 0, KEYWORD: 1}
+_GENERIC = {HIGH_ENTROPY: 0, PROSE: 1, KEYWORD: 2}
 
 #: detect-secrets detector class name → the kind chronomem reports.
 _DETECTOR_KINDS = {
@@ -69,29 +79,6 @@ _DETECTOR_KINDS = {
     "TwilioKeyDetector": "twilio-key",
 }
 
-#: Formats newer than detect-secrets 1.5, each with the group that holds the secret.
-_EXTRA_PATTERNS: tuple[tuple[str, str, int], ...] = (
-    ("anthropic-key", r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_\-]{32,}", 0),
-    ("openai-key", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{32,}", 0),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-+/=]*", 0),
-    ("aws-key", r"(?i)\baws.{0,20}?(?:secret|key).{0,20}?[=:]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])", 1),
-    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", 0),
-    ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{60,}", 0),
-    ("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}", 0),
-    ("digitalocean-token", r"\bdo[opr]_v1_[a-f0-9]{64}\b", 0),
-    ("shopify-token", r"\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b", 0),
-    ("stripe-key", r"\b[rs]k_(?:live|test)_[0-9a-zA-Z]{24,}", 0),
-    ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]{20,}", 0),
-    ("password-in-url", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:([^\s@/]{3,})@", 1),
-    ("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", 1),
-    (
-        "token-in-url",
-        r"(?i)[?&](?:access_token|api_?key|apikey|auth|client_secret|key|password|passwd|pwd|secret|sig|signature|token)"
-        r"=([^&\s#\"'<>]{8,})",
-        1,
-    ),
-)
-
 _PRIVATE_KEY_BLOCK = re.compile(
     r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----.*?(?:-----END \1PRIVATE KEY\2-----|\Z)", re.DOTALL
 )
@@ -99,23 +86,13 @@ _PRIVATE_KEY_END = re.compile(r"(?:END[^\n]*PRIVATE KEY|Private-MAC:)[^\n]*")
 
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/_\-=])")
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
 #: CamelCase or ALLCAPS words and short numbers: `HTTPServer2ConnectionPool` is a name, not a key.
 _WORDY = re.compile(r"^(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z])|[A-Z](?=[A-Z\d]|$)|\d{1,4})+$")
-_ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
-_SRI = re.compile(r"^(?:sha1|sha224|sha256|sha384|sha512|md5)[-_]", re.IGNORECASE)
-_NAMES_A_HASH = re.compile(
-    r"(?i)(?:hash|digest|checksum|sha-?(?:1|224|256|384|512)\b|integrity|etag|md5|fingerprint|blake2|"
-    r"\bcommit\b|\bsri\b)"
+#: A line that speaks of a credential: only there is a random-looking string taken for one.
+_CREDENTIAL_WORDS = re.compile(
+    r"(?i)(?<![a-z])(?:pass(?:word|phrase|wd|code)?|pwd|secret|token|credential|creds|auth|bearer|dsn|"
+    r"(?:api|private|access|secret|signing|encryption|master|client|service|account|deploy|webhook|hmac)[_\- ]?key)"
 )
-#: Values after `password =` that are references or types, not secrets.
-_NOT_A_VALUE = re.compile(
-    r"^(?:none|null|nil|true|false|str|string|bytes|int|bool|optional|required|undefined|redacted|xxx+|\*+|\.\.\.|"
-    r"changeme|example|placeholder|secret|password|your[_\-].*|<.*>|\{.*\}|\$.*|%.*%|os\.environ.*|env\..*|process\.env.*)$",
-    re.IGNORECASE,
-)
-#: Keyword values this short are words, not passwords ("password: must be set").
-_MIN_KEYWORD_VALUE = 6
 _ENTROPY_LIMIT = 4.5
 
 
@@ -131,21 +108,13 @@ class Finding:
 @dataclass
 class _Detectors:
     regex: list[tuple[str, Any]]
-    keyword: Any
     private_key: Any
-    keyword_groups: list[dict[Any, int]]
-    extras: list[tuple[str, re.Pattern[str], int]]
 
 
 @lru_cache(maxsize=1)
 def _detectors() -> _Detectors:
     """Instantiate the detect-secrets detectors once (importing it costs ~0.1 s)."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.keyword import (
-        CONFIG_DENYLIST_REGEX_TO_GROUP,
-        QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
-        KeywordDetector,
-    )
     from detect_secrets.plugins.private_key import PrivateKeyDetector
 
     regex = []
@@ -153,19 +122,13 @@ def _detectors() -> _Detectors:
         kind = _DETECTOR_KINDS.get(cls.__name__)
         if kind is not None:
             regex.append((kind, cls()))
-    return _Detectors(
-        regex=sorted(regex, key=lambda pair: pair[0]),
-        keyword=KeywordDetector(),
-        private_key=PrivateKeyDetector(),
-        keyword_groups=[QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP, CONFIG_DENYLIST_REGEX_TO_GROUP],
-        extras=[(kind, re.compile(pattern), group) for kind, pattern, group in _EXTRA_PATTERNS],
-    )
+    return _Detectors(regex=sorted(regex, key=lambda pair: pair[0]), private_key=PrivateKeyDetector())
 
 
 def detector_kinds() -> list[str]:
     """Every kind this scanner can report."""
     d = _detectors()
-    kinds = {k for k, _ in d.regex} | {k for k, _, _ in d.extras} | {KEYWORD, HIGH_ENTROPY, PRIVATE_KEY}
+    kinds = {k for k, _ in d.regex} | formats.kinds() | {KEYWORD, PROSE, HIGH_ENTROPY, PRIVATE_KEY}
     return sorted(kinds)
 
 
@@ -181,9 +144,9 @@ def shannon_entropy(text: str) -> float:
 def scan(text: str, name: bool = False) -> list[Finding]:
     """Every secret in `text`, as non-overlapping spans in order.
 
-    `name=True` reads `text` as a name (a fact's subject or predicate): there a word of letters after a
-    keyword (`secret_location:PagerDuty API token`) is part of the name, not an assigned password, so the
-    keyword detector takes only values with a digit or a symbol. Every other detector runs as usual.
+    `name=True` reads `text` as a name (a fact's subject or predicate, a project): there a word of
+    letters after a keyword (`secret_location:PagerDuty API token`) is part of the name, not an
+    assigned password, and prose is not read as sentences. Every format detector runs as usual.
     """
     if not text:
         return []
@@ -196,9 +159,10 @@ def scan(text: str, name: bool = False) -> list[Finding]:
         if line.strip() and not _inside(offset, offset + len(line), covered):
             found.extend(_scan_line(line, offset, d, name))
         offset += len(line) + 1
-    markers = [(m.start(), m.end()) for m in _MARKER.finditer(text)]
-    if markers:  # text redacted before: its markers are not secrets
-        found = [f for f in found if not _inside(f.start, f.end, markers)]
+    keep = protected(text)
+    keep += [(m.start(), m.end()) for m in _MARKER.finditer(text)]  # text redacted before: its markers are not secrets
+    if keep:
+        found = [f for f in found if f.kind == PRIVATE_KEY or not _inside(f.start, f.end, keep)]
     return _merge(found)
 
 
@@ -236,13 +200,15 @@ def _scan_line(line: str, offset: int, d: _Detectors, name: bool = False) -> lis
         for regex in detector.denylist:
             for m in regex.finditer(line):
                 start, end = m.span(1) if kind == "password-in-url" else _secret_span(m)
-                if end > start:
+                if end > start and not is_filler(line[start:end]):
                     out.append(Finding(kind, offset + start, offset + end))
-    for kind, pattern, group in d.extras:
+    for kind, pattern, group in formats.COMPILED:
         for m in pattern.finditer(line):
-            out.append(Finding(kind, offset + m.start(group), offset + m.end(group)))
-    out.extend(_keyword_findings(line, offset, d, name))
-    out.extend(_entropy_findings(line, offset))
+            if m.end(group) > m.start(group) and not is_filler(m.group(group)):
+                out.append(Finding(kind, offset + m.start(group), offset + m.end(group)))
+    out.extend(Finding(s.kind, offset + s.start, offset + s.end) for s in context.find(line, name))
+    if out or _CREDENTIAL_WORDS.search(line):
+        out.extend(_entropy_findings(line, offset))
     return out
 
 
@@ -265,45 +231,11 @@ def _secret_span(m: re.Match[str]) -> tuple[int, int]:
 _DELIMITERS = " \t\"'`=:[]"
 
 
-def _keyword_findings(line: str, offset: int, d: _Detectors, name: bool = False) -> Iterator[Finding]:
-    from detect_secrets.filters.heuristic import is_indirect_reference
-
-    if "=" not in line and ":" not in line:
-        return
-    if is_indirect_reference(line):
-        return
-    for groups in d.keyword_groups:
-        for raw in set(d.keyword.analyze_string(line, denylist_regex_to_group=groups)):
-            value = _keyword_value(raw)
-            if value is None or (name and value.isalpha()):
-                continue
-            for p in _positions(line, value):
-                yield Finding(KEYWORD, offset + p, offset + p + len(value))
-
-
-def _keyword_value(raw: str) -> str | None:
-    """The first token after `password =`, when it looks like a credential and not prose or a reference."""
-    parts = raw.strip().split()
-    if not parts:
-        return None
-    value = parts[0].strip("\"'`,;)")
-    if len(value) < _MIN_KEYWORD_VALUE or _NOT_A_VALUE.match(value):
-        return None
-    classes = sum(
-        [any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value)]
-    ) + (1 if any(not c.isalnum() for c in value) else 0)
-    if len(value) < 12 and classes < 2:
-        return None  # a single plain word: "password: required", "secret: rotated"
-    return value
-
-
 def _entropy_findings(line: str, offset: int) -> Iterator[Finding]:
-    if _NAMES_A_HASH.search(line):
-        return
     for m in _TOKEN.finditer(line):
         token = m.group()
-        if _looks_like_an_id(token) or line.endswith(";base64,", 0, m.start()):
-            continue  # ids, hashes, names, and data: URIs (inline images) are not credentials
+        if _looks_like_an_id(token):
+            continue  # ids, hashes and names are not credentials
         core = token.rstrip("=")
         if not (any(c.isupper() for c in core) and any(c.islower() for c in core) and any(c.isdigit() for c in core)):
             continue
@@ -313,12 +245,9 @@ def _entropy_findings(line: str, offset: int) -> Iterator[Finding]:
 
 
 def _looks_like_an_id(token: str) -> bool:
-    bare = token.replace("-", "")
-    if _HEX.match(bare):
-        return True  # git SHAs, digests, UUIDs, hex ids
-    if _ULID.match(token.upper()) and len(token) == 26:
-        return True
-    if _SRI.match(token) or _WORDY.match(token.rstrip("=")):
+    if is_identifier(token) or is_identifier(token.replace("-", "")):
+        return True  # git SHAs, digests, UUIDs, ULIDs, hex ids
+    if _WORDY.match(token.rstrip("=")):
         return True
     # A path or identifier: every slash- or dash-separated part is a short plain word.
     parts = [p for p in re.split(r"[/_\-]+", token.strip("/")) if p]
@@ -398,6 +327,19 @@ class SecretGuard:
         for kind, n in counts.items():
             self.counts[kind] = self.counts.get(kind, 0) + n
         return redact(text, findings)
+
+    def check_name(self, text: str | None, field_name: str) -> None:
+        """Refuse a name (a project) holding a secret, in `redact` mode too: a redacted project name would
+        file the memory under another project, where its own project never finds it."""
+        if self.mode == "allow" or not text:
+            return
+        findings = scan(text, name=True)
+        if findings:
+            counts = Counter(f.kind for f in findings)
+            raise InvalidInput(
+                f"{field_name} contains {describe(dict(counts))}; nothing was stored. A {field_name} is a name: "
+                "pass one without a credential in it"
+            )
 
     def clean_list(self, values: list[str], field_name: str) -> list[str]:
         return [self.clean(v, field_name) for v in values]

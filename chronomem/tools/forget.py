@@ -1,5 +1,8 @@
 """`forget`: end a memory's validity (or retract it as never true) and keep the row.
 
+The reason is stored with the row, exported and echoed back, so it passes the same secret
+scan as `remember`'s text (chronomem/safety/secrets.py) before anything is written.
+
 Invalidating closes the valid-time interval through a revision row; retracting sets
 the transaction-time end (`expired_at`). Either way `as_of` before that moment still
 sees the memory, and `history` shows why it ended. Facts derived only from a
@@ -17,11 +20,12 @@ from pydantic import Field
 
 from chronomem.errors import InvalidInput
 from chronomem.records import MemoryRecord
+from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.storage import Filter, MemoryStore
 from chronomem.timeparse import iso, parse_time
 from chronomem.tools.lookup import get_or_fail, latest_revision
-from chronomem.tools.results import ForgetResult
+from chronomem.tools.results import ForgetResult, Redaction
 from chronomem.tools.spec import Hints, ToolSpec
 from chronomem.tools.validate import memory_id, require_text
 
@@ -39,6 +43,8 @@ def forget(
     """End memory `id` at `at` (default now), or with `retract=True` mark it as never true."""
     target_id = memory_id(id)
     why = require_text(reason, "reason", MAX_REASON_CHARS).strip() if reason is not None else "forgotten on request"
+    guard = SecretGuard(svc.settings.secrets_mode)  # the reason is stored, exported and echoed: same scan as remember
+    why = guard.clean(why, "reason")
     if not isinstance(retract, bool):
         raise InvalidInput("retract must be true or false")
     if retract and at is not None:
@@ -87,7 +93,10 @@ def forget(
         message = f"{target_id} is no longer valid from {iso(end)} ({why}); as_of earlier still shows it."
     if also:
         message += f" Also forgot {len(also)} fact(s) derived from it: {', '.join(also)}."
+    if guard.total:
+        message += f" Redacted {describe(guard.counts)} from the reason before storing it."
     return ForgetResult(
+        redacted=[Redaction(kind=k, count=n) for k, n in sorted(guard.counts.items())],
         id=target_id,
         action="retracted" if retract else "invalidated",
         revision_id=revision_id,

@@ -82,6 +82,8 @@ def remember(
 ) -> RememberResult:
     """Append `content` as a chunk (embedding + append, no LLM) and resolve its facts before returning."""
     text = require_text(content, "content", svc.settings.max_content_chars)
+    guard = SecretGuard(svc.settings.secrets_mode)
+    guard.check_name(project, "project")
     scope = svc.project(project)
     numbered, refused = parse_facts(facts)
     fact_inputs = [f for _, f in numbered]
@@ -90,7 +92,6 @@ def remember(
     if source not in SOURCES:
         raise InvalidInput(f"source must be one of {', '.join(SOURCES)}")
     # Secrets are masked (or refused) here, before anything is embedded or stored.
-    guard = SecretGuard(svc.settings.secrets_mode)
     text = guard.clean(text, "content")
     fact_inputs = [
         f.model_copy(
@@ -260,9 +261,9 @@ Pass `paths` when the memory is about specific files (e.g. paths=["deploy/fabfil
 then says when those files have changed since, and recall(paths=…) finds it.
 
 Returns the new memory's id and what happened to each fact (added, superseded, reinforced;
-malformed ones in `refused_facts`). Credentials in the input (API keys, tokens, private keys,
-passwords) are stored as [REDACTED:<kind>] and listed in `redacted`: remember where a secret
-lives, not its value. Each call adds a memory, so calling it twice stores the statement twice."""
+malformed ones in `refused_facts`). Credentials in any field (API keys, tokens, private keys,
+passwords, also in sentences) are stored as [REDACTED:<kind>] and listed in `redacted`: remember
+where a secret lives, not its value. Each call adds a memory, so calling it twice stores the statement twice."""
 
 SPEC = ToolSpec(
     name="remember",

@@ -234,6 +234,9 @@ class ForgetResult(BaseModel):
     action: str = Field(description="invalidated, retracted, or unchanged")
     revision_id: str | None = Field(default=None, description="The row that now carries the closed interval")
     also: list[str] = Field(default_factory=list, description="Facts derived from it that were forgotten with it")
+    redacted: list[Redaction] = Field(
+        default_factory=list, description="Secrets masked in the reason before it was stored (kinds and counts only)"
+    )
     message: str
 
     def text(self) -> str:
