@@ -24,11 +24,12 @@ from functools import lru_cache
 from chronomem.retrieval.values import value_kinds
 
 #: The negators (not, no, never, none, nor, neither, nothing, nobody, without, -n't) and the words of doubt
-#: or question (whether, might, maybe, perhaps, could, would, a question mark): closed classes of English.
-#: "may" is left out (a month as often as a modal); "should" too (an instruction asserts).
+#: or question (whether, might, maybe, perhaps, could, would, a question mark ending a clause — not the `?` of a
+#: URL's query string): closed classes of English. "may" is left out (a month as often as a modal); "should"
+#: too (an instruction asserts).
 UNASSERTING_CUES = re.compile(
     r"\b(?:not|no|never|none|nor|neither|nothing|nobody|without|whether|might|maybe|perhaps|could|would)\b"
-    r"|n't\b|\?"
+    r"|n't\b|\?(?=[\s\"')\]]|$)"
 )
 
 

@@ -22,9 +22,17 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("code", re.compile(r"`([^`\n]{1,200})`")),
     ("path", re.compile(r"(?<![:/\w.])(?:[\w.-]+/)+[\w.-]*|(?<![\w./])[\w-]*[A-Za-z_][\w-]*\.[a-z]{2,8}(?![\w/]|\.\w)")),
     ("version", re.compile(r"(?<![\w.])v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?(?![\w.]*\w)")),
+    # joined by -, _ or :: (`billing-worker`, `MR_REDIS_URL`, `PAY-7233`, `refunds::DEADLOCK`), with a capital
+    # inside (`DevEx`, `parseDate`), a ticket key (`CON5449`), or a reference: capitals and a number (`CL 18873`,
+    # `PR #412`, `RFC 7231`) — read before plain numbers, so a change list's number is not taken for a value
+    (
+        "identifier",
+        re.compile(
+            r"\b[A-Z]{2,}(?: #?|#)\d+\b|\b[A-Za-z][A-Za-z0-9]*(?:(?:[_-]|::)[A-Za-z0-9]+)+\b"
+            r"|\b[A-Za-z][a-z]+[A-Z]\w*\b|\b[A-Z]{2,}\d+\b"
+        ),
+    ),
     ("number", re.compile(r"(?<![\w#.\-/:])\d{2,}(?![\w.]*[A-Za-z])(?!\.\d)")),
-    # joined by - or _ (`billing-worker`, `MR_REDIS_URL`, `PAY-7233`), or with a capital inside (`DevEx`, `parseDate`)
-    ("identifier", re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+\b|\b[A-Za-z][a-z]+[A-Z]\w*\b")),
 )
 #: A name (a person, a team, a product): capitalised words after the first word of a clause, or two or more
 #: at its start ("Core API owns …"), where one capital could be the sentence's.

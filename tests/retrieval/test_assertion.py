@@ -53,3 +53,23 @@ def test_values_by_kind() -> None:
     assert value_kinds("ops-console is exposed on port 5008.") == {"number": {"5008"}, "identifier": {"ops-console"}}
     assert value_kinds("Billing code lives in apps/billing/src/.") == {"path": {"apps/billing/src/"}}
     assert value_kinds("the tests pass") == {}
+
+
+def test_a_query_string_is_no_question() -> None:
+    assert not unasserting("List orders with `GET /v1/orders?page=2&per=50`.")
+    assert unasserting("Is the orders route paginated?")
+    assert unasserting('He asked "does it page?" and left.')
+
+
+def test_references_and_ticket_keys_are_identifiers_not_numbers() -> None:
+    assert value_kinds("PR #412 fixed BUG7781 in parser::LEXER.") == {"identifier": {"pr #412", "bug7781", "parser::lexer"}}
+    assert value_kinds("RFC 7231 says so; the port is 7231.") == {"identifier": {"rfc 7231"}, "number": {"7231"}}
+
+
+def test_a_fix_citing_its_change_names_the_older_ticket_and_is_no_mention() -> None:
+    texts = [
+        "Filed ENG4410: the exporter hangs when the queue is empty.",
+        "Merged PR 9912 so ENG4410 doesn't happen anymore.",
+        "Someone suggested PR 7001 might help with the exporter; nobody tried it.",
+    ]
+    assert mentions(texts, [T0 + timedelta(days=d) for d in range(3)]) == [False, False, True]
