@@ -66,7 +66,7 @@ ADJACENT_SCAN = 16
 MASK_CACHE = 8
 
 _RECORD_FIELDS = frozenset(f.name for f in fields(MemoryRecord))
-_LIST_FIELDS = ("source_ids", "tags", "paths")
+_LIST_FIELDS = ("source_ids", "tags", "paths", "conflicts_with")
 _OPEN = np.iinfo(np.int64).max  # NULL invalid_at / expired_at: open-ended
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
@@ -719,6 +719,7 @@ def _fresh_copy(record: MemoryRecord) -> MemoryRecord:
     values.update(record.__dict__)
     for name in _LIST_FIELDS:
         values[name] = list(values[name])
+    values["anchors"] = dict(values["anchors"])
     return out
 
 
