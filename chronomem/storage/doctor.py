@@ -26,7 +26,14 @@ from typing import Any
 
 from chronomem.errors import StoreError
 from chronomem.records import utcnow
-from chronomem.storage.schema import SCHEMA_VERSION_KEY, TABLE_NAME, memories_schema, stored_model
+from chronomem.storage.schema import (
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    TABLE_NAME,
+    memories_schema,
+    schema_version,
+    stored_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +136,8 @@ class Checkup:
     version: int | None = None
     versions: int = 0
     rows: int | None = None
+    #: The schema version the table records (storage/schema.py; an older one is migrated when the store opens).
+    schema: int | None = None
     #: The model the table records its vectors are from (`chronomem reembed` changes it), and their dimension.
     model: str | None = None
     dim: int | None = None
@@ -148,6 +157,13 @@ class Checkup:
             rows = f", {self.rows} rows" if self.rows is not None else ""
             kept = f"{self.versions} version{'s' if self.versions != 1 else ''} kept"
             lines.append(f"  table version {self.version} ({kept}){rows}")
+        if self.schema is not None:
+            if self.schema < SCHEMA_VERSION:
+                lines.append(f"  schema {self.schema} (this chronomem upgrades it to {SCHEMA_VERSION} when it opens the store)")
+            elif self.schema > SCHEMA_VERSION:
+                lines.append(f"  schema {self.schema}, newer than this chronomem ({SCHEMA_VERSION}): upgrade chronomem")
+            else:
+                lines.append(f"  schema {self.schema}")
         if self.model is not None:
             lines.append(f"  vectors from {self.model} ({self.dim}-d)")
         lines += [f"  note: {n}" for n in self.notes]
@@ -210,6 +226,7 @@ def check(path: Path | str) -> Checkup:
     report.version = int(table.version)
     report.versions = len(table.list_versions())
     report.model, report.dim = stored_model(table.schema)
+    report.schema = schema_version(table.schema)
     try:
         everything = table.to_arrow()
         report.rows = int(everything.num_rows)
