@@ -404,6 +404,9 @@ def repair(path: Path | str) -> Checkup:
         except Exception as exc:
             actions.append(f"the backup {newest.path.name} does not read ({error_line(exc)})")
         else:
+            from chronomem.storage.migrate import upgrade_rows
+
+            backup_rows = upgrade_rows(backup_rows)  # taken before the store's schema upgrade: its rows upgraded
             backup_dim = backup_rows.schema.field("vector").type.list_size
             if backup_dim == rows.schema.field("vector").type.list_size:
                 sources.append(backup_rows)
@@ -536,7 +539,10 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
                 pass
     if (rows.schema.metadata or {}).get(SCHEMA_VERSION_KEY) is not None:
         # the backup's own model and dimension: restoring one taken before `chronomem reembed` undoes the move
+        from chronomem.storage.migrate import upgrade_rows
+
         model, dim = stored_model(rows.schema)
+        rows = upgrade_rows(rows)  # a backup taken before the store's schema upgrade comes back upgraded
         rows = rows.select(memories_schema(dim, model).names).cast(memories_schema(dim, model))
     if table is None:
         table = db.create_table(TABLE_NAME, data=rows)

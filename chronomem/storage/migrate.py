@@ -105,6 +105,18 @@ def convert_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
     return out, usage
 
 
+def upgrade_rows(rows: Any) -> Any:
+    """An Arrow table of an older schema's rows (a backup taken before an upgrade) as rows of this schema; the
+    recall marks they held are left out (a repair merges rows, not usage). Rows of this schema pass as they are."""
+    import pyarrow as pa
+
+    if schema_version(rows.schema) >= SCHEMA_VERSION:
+        return rows
+    model, dim = stored_model(rows.schema)
+    converted, _ = convert_rows(rows.to_pylist())
+    return pa.Table.from_pylist(converted, schema=memories_schema(dim, model))
+
+
 def migrate(path: Path, db: Any, table: Any) -> None:
     """Migrate the open version-1 `table` of the store at `path` to this code's schema (see the module)."""
     import pyarrow as pa
