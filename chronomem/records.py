@@ -5,11 +5,17 @@ A row is *live at (T, K)* when ``valid_at <= T < invalid_at`` (valid time) and
 Changing what we believe never rewrites a row's valid time in place: the old row is
 expired and a *revision* (``revision_of`` = old id) is appended carrying the closed
 interval, so any past state of knowledge can be read back exactly.
+
+A row is written once: afterwards only `invalid_at`, `expired_at` and `reason` are set (storage/store.py
+refuses anything else). What happens to a memory later — recall hits, restatements, later conflicting
+facts — is a `Usage` state in the `usage` side table (storage/usage.py), which reads attach to the record
+(`MemoryRecord.with_usage`) so readers see one memory; `to_row` and `raw` still give the row as stored.
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -123,7 +129,7 @@ class MemoryRecord:
             self._raw = {"salience": self.salience, "source_ids": list(self.source_ids), "paths": list(self.paths),
                          "anchors": dict(self.anchors), "conflicts_with": list(self.conflicts_with)}
         raw = self._raw
-        self.salience = float(raw["salience"]) + usage.boost
+        self.salience = _float32(float(raw["salience"]) + usage.boost)  # as a column would hold it (export → import)
         self.source_ids = list(dict.fromkeys([*raw["source_ids"], *usage.restated_by]))
         self.paths = list(dict.fromkeys([*raw["paths"], *usage.paths]))
         self.anchors = {**raw["anchors"], **usage.anchors}
@@ -156,6 +162,10 @@ class Usage:
     paths: list[str] = field(default_factory=list)  # paths a restatement added
     anchors: dict[str, str] = field(default_factory=dict)  # anchors a restatement refreshed (path → blob id)
     conflicts_with: list[str] = field(default_factory=list)  # later facts that disagree with it (their own rows name it)
+
+
+def _float32(value: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", value))[0])
 
 
 def anchor_map(value: Any) -> dict[str, str]:

@@ -126,12 +126,9 @@ def parse_line(line: str, number: int) -> MemoryRecord:
     if values["kind"] not in ("chunk", "fact"):
         raise InvalidInput(f"{where}: kind must be chunk or fact")
     seen = _parse_time(data.get("last_seen"), f"{where}: last_seen")
-    # A schema-1 export: internal marks were `cm:` strings in `tags`.
-    tags, anchors, conflicts, marked_seen = split_marks(values["tags"])
-    values["tags"] = tags
-    values["anchors"] = {**anchors, **values["anchors"]}
-    values["conflicts_with"] = list(dict.fromkeys([*values["conflicts_with"], *conflicts]))
-    seen = seen or marked_seen
+    if "anchors" not in data:  # a schema-1 export: its internal marks were `cm:` strings in `tags`
+        values["tags"], values["anchors"], values["conflicts_with"], marked_seen = split_marks(values["tags"])
+        seen = seen or marked_seen
     names = {f.name for f in fields(MemoryRecord)}
     record = MemoryRecord(**{k: v for k, v in values.items() if k in names})
     if seen is not None:
