@@ -30,6 +30,7 @@ from chronomem.storage.schema import (
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     TABLE_NAME,
+    USAGE_TABLE,
     memories_schema,
     schema_version,
     stored_model,
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 
 #: Files chronomem itself keeps beside the table (locks, the consolidator's state, quarantined manifests);
 #: any other entry, hidden files aside, makes a directory foreign.
-OWN_ENTRIES = {f"{TABLE_NAME}.lance", "quarantine", "backups"}
+OWN_ENTRIES = {f"{TABLE_NAME}.lance", f"{USAGE_TABLE}.lance", "quarantine", "backups"}
 OWN_PREFIXES = (".", "consolidate-state")
 QUARANTINE = "quarantine"
 _RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")

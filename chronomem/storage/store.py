@@ -80,6 +80,8 @@ OPEN_BUILD_ROWS = 2_000
 #: LanceDB's index cache once the read index answers the searches (LanceDB is left with the rare filters the
 #: copy cannot evaluate, mostly scans). Its default, 6 GB, kept what the first searches had loaded.
 LANCE_CACHE_BEHIND_INDEX = 16 * 2**20
+#: The store's cross-process write lock file (the one `MemoryService.writing` holds).
+WRITE_LOCK_NAME = ".write.lock"
 #: Name of the ANN index on `vector` the consolidator builds once the table is large.
 VECTOR_INDEX_NAME = "vector_idx"
 
@@ -177,9 +179,16 @@ class MemoryStore:
                 table = db.open_table(TABLE_NAME)
                 cls._check_schema(path, table.schema, dim)
                 if schema_version(table.schema) < SCHEMA_VERSION:
+                    from filelock import FileLock
+
                     from chronomem.storage.migrate import migrate
 
-                    migrate(path, db, table)
+                    # Under the store's write lock (service.WRITE_LOCK_NAME): no write of another process lands
+                    # between the migration's read and its overwrite, and one process migrates, not two.
+                    with FileLock(str(path / WRITE_LOCK_NAME)):
+                        table = db.open_table(TABLE_NAME)
+                        if schema_version(table.schema) < SCHEMA_VERSION:
+                            migrate(path, db, table)
                     table = db.open_table(TABLE_NAME)
             else:
                 table = db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
