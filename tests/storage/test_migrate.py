@@ -129,3 +129,15 @@ def test_usage_table_schema_round_trips() -> None:
                   conflicts_with=["x"])
     table = pa.Table.from_pylist([_row(newer), _row(older)], schema=usage_schema())
     assert _latest_states(table.to_pylist()) == {"a": newer}, "the latest per id, whatever the order"
+
+
+def test_a_backup_from_before_the_upgrade_restores_upgraded(v1: Path) -> None:
+    from chronomem.storage.doctor import restore_backup
+
+    MemoryStore.open(v1, 384, "m", read_index_rows=0)  # migrates, backing schema 1 up first
+    [before] = list_backups(v1)
+    restore_backup(v1, before.path, replace=True)
+    rows = raw_rows(v1)
+    assert len(rows) == 6 and rows[DEPLOY]["anchors"] == [{"path": "deploy/fabfile.py", "blob": BLOB}]
+    assert not [t for r in rows.values() for t in r["tags"] if t.startswith("cm:")]
+    assert check(v1).ok and check(v1).schema == SCHEMA_VERSION
