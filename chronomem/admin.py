@@ -41,7 +41,6 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--id", action="append", dest="ids", metavar="ID", default=[], help="a memory id (repeatable)")
     p.add_argument("--query", help="purge every memory whose text contains this (case-insensitive substring)")
-    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
     p = sub.add_parser("export", parents=[common], help="write every memory as JSON lines (no vectors), ordered by id")
     p.add_argument("--out", metavar="FILE", help="write here instead of standard output")
@@ -106,7 +105,6 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--precision", choices=["int8", "float32"], help="how the model runs (default: $CHRONOMEM_EMBED_PRECISION or int8)"
     )
-    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -30,6 +30,10 @@ def _common(defaults: bool = True) -> argparse.ArgumentParser:
     common.add_argument("--project", help="project scope (default: $CHRONOMEM_PROJECT or the git repository)")
     common.add_argument("--json", action="store_true", help="print the structured result as JSON")
     common.add_argument(
+        "--yes", action="store_true", **({"default": False} if defaults else {}),
+        help="do not ask for confirmation (purge, reembed, upgrading an older store)",
+    )
+    common.add_argument(
         "-v", "--verbose", action="count", **({"default": 0} if defaults else {}), help="log to stderr (-vv for debug)"
     )
     return common
@@ -157,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.from_env(store=args.store, project=args.project)
     _setup_logging(args.verbose, settings)
     try:
+        _consent_to_upgrade(args, settings)
         return _run(args, settings)
     except BrokenPipeError:  # `chronomem doctor | head`: the reader left; nothing more to say, no traceback
         _silence_stdout()
@@ -186,6 +191,32 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+#: Commands that never open the store through `MemoryStore.open` (doctor reads it as it is) or, for `serve`,
+#: upgrade it at start without asking: a client started the server and no one is at a terminal.
+NO_UPGRADE_QUESTION = ("install", "demo", "doctor", "restore", "serve")
+
+
+def _consent_to_upgrade(args: argparse.Namespace, settings: Settings) -> None:
+    """Ask before a command opens a store of an older schema, which migrates it (storage/migrate.py, a backup
+    first). Proceeds without asking with --yes, when CI=true, or when standard input is not a terminal."""
+    if args.command in NO_UPGRADE_QUESTION:
+        return
+    from chronomem.storage.migrate import pending
+    from chronomem.storage.schema import SCHEMA_VERSION
+
+    found = pending(settings.store_path)
+    if found is None or getattr(args, "yes", False) or os.environ.get("CI", "").lower() == "true":
+        return
+    if not sys.stdin.isatty():
+        return
+    answer = input(
+        f"The store at {settings.store_path} has schema {found}; this chronomem upgrades it to {SCHEMA_VERSION} "
+        "(a backup is taken first; older chronomem versions cannot open it afterwards). Upgrade? [y/N] "
+    )
+    if answer.strip().lower() not in ("y", "yes"):
+        raise ChronomemError(f"the store at {settings.store_path} was not upgraded (nothing changed)")
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,6 +1,8 @@
 """What both ranking (retrieval/) and consolidation (consolidate/) read off a stored row, as pure functions:
 who made a fact (`EXTRACTED_SOURCES`), the words its slot is compared by (`slot_phrase`), and how salient a
-row is now (`effective_salience`, `record_salience`; consolidate/salience.py writes the reinforcement).
+row is now (`effective_salience`, `record_salience`; consolidate/salience.py records the reinforcement in the
+`usage` side table, which reads attach to each row as `record.usage`: its boost is already in
+`record.salience` and its restating chunks in `record.source_ids`, its last recall hit is `usage.seen_at`).
 
 Kept below both so that ranking never imports the consolidator.
 """
@@ -9,7 +11,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from chronomem.marks import seen_at
 from chronomem.records import UTC, MemoryRecord
 
 #: Sources whose facts were extracted by chronomem rather than stated by the agent.
@@ -39,7 +40,7 @@ def last_reinforced(record: MemoryRecord) -> datetime:
         stated = _ulid_time(source)
         if stated is not None:
             times.append(stated)
-    seen = seen_at(record.tags)
+    seen = record.usage.seen_at if record.usage is not None else None
     if seen is not None:
         times.append(seen)
     return max(times)

@@ -5,11 +5,17 @@ A row is *live at (T, K)* when ``valid_at <= T < invalid_at`` (valid time) and
 Changing what we believe never rewrites a row's valid time in place: the old row is
 expired and a *revision* (``revision_of`` = old id) is appended carrying the closed
 interval, so any past state of knowledge can be read back exactly.
+
+A row is written once: afterwards only `invalid_at`, `expired_at` and `reason` are set (storage/store.py
+refuses anything else). What happens to a memory later — recall hits, restatements, later conflicting
+facts — is a `Usage` state in the `usage` side table (storage/usage.py), which reads attach to the record
+(`MemoryRecord.with_usage`) so readers see one memory; `to_row` and `raw` still give the row as stored.
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -62,6 +68,19 @@ class MemoryRecord:
     paths: list[str] = field(default_factory=list)
     commit: str | None = None
     reason: str | None = None
+    #: Code anchors: base-relative file path → its git blob id when the row was written (chronomem/codebase.py).
+    anchors: dict[str, str] = field(default_factory=dict)
+    #: Facts this one disagrees with while both stay live (set on the fact written later; see consolidate/apply.py).
+    conflicts_with: list[str] = field(default_factory=list)
+
+    #: What happened to the row after it was written (recall hits, restatements), from the `usage` side table;
+    #: not a column. Set by `with_usage`, which also folds it into the fields it adds to; `raw` undoes that.
+    usage = None  # type: Usage | None
+    _raw = None  # type: dict[str, Any] | None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.anchors, dict):  # a column value: a list of {path, blob}
+            self.anchors = anchor_map(self.anchors)
 
     def is_valid_at(self, t: datetime) -> bool:
         return self.valid_at <= t and (self.invalid_at is None or t < self.invalid_at)
@@ -73,28 +92,89 @@ class MemoryRecord:
         return self.is_valid_at(at) and self.is_known_at(known_at)
 
     def to_row(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The row as stored: every column, anchors as a list of {path, blob} (never the usage view)."""
+        row = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        if self._raw is not None:
+            row.update(self._raw)
+        row["anchors"] = [{"path": p, "blob": b} for p, b in sorted(row["anchors"].items())]
+        return row
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> MemoryRecord:
-        names = _RECORD_FIELDS
+        names = _FIELD_SET
         data = {k: v for k, v in row.items() if k in names}
         for key in ("valid_at", "created_at", "invalid_at", "expired_at"):
             value = data.get(key)
             if isinstance(value, datetime):
                 data[key] = value.astimezone(UTC)
-        for key in ("source_ids", "tags", "paths"):
+        for key in ("source_ids", "tags", "paths", "conflicts_with"):
             data[key] = list(data.get(key) or [])
+        data["anchors"] = anchor_map(data.get("anchors"))
         vector = data.get("vector")
         if vector is not None and not isinstance(vector, list):
             data["vector"] = list(vector)
         return cls(**data)
 
     def copy(self, **changes: Any) -> MemoryRecord:
+        """A new record with `changes`: a row to write, with any usage view taken as its values (a revision
+        carries what its predecessor had gathered)."""
         return replace(self, **changes)
 
+    def with_usage(self, usage: Usage | None) -> MemoryRecord:
+        """This record as readers see it: `usage`'s salience boost, restating chunks, paths, refreshed
+        anchors and later conflicting facts added to its own (in place; returns self). `to_row` and `raw` still give the stored row."""
+        if usage is None:
+            return self
+        if self._raw is None:
+            self._raw = {"salience": self.salience, "source_ids": list(self.source_ids), "paths": list(self.paths),
+                         "anchors": dict(self.anchors), "conflicts_with": list(self.conflicts_with)}
+        raw = self._raw
+        self.salience = _float32(float(raw["salience"]) + usage.boost)  # as a column would hold it (export → import)
+        self.source_ids = list(dict.fromkeys([*raw["source_ids"], *usage.restated_by]))
+        self.paths = list(dict.fromkeys([*raw["paths"], *usage.paths]))
+        self.anchors = {**raw["anchors"], **usage.anchors}
+        self.conflicts_with = list(dict.fromkeys([*raw["conflicts_with"], *usage.conflicts_with]))
+        self.usage = usage
+        return self
 
-_RECORD_FIELDS = frozenset(f.name for f in fields(MemoryRecord))
+    def raw(self) -> MemoryRecord:
+        """The record as stored (without the usage view): what an expiry writes back, changing only validity."""
+        if self._raw is None:
+            return self.copy()
+        return replace(self, **self._raw)
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(MemoryRecord))
+_FIELD_SET = frozenset(_RECORD_FIELDS)
+
+
+@dataclass
+class Usage:
+    """The latest state of one memory in the `usage` side table: what changed about it after it was written,
+    kept beside the row so the row is never rewritten (storage/usage.py)."""
+
+    id: str
+    at: datetime  # when this state was recorded (readers take the latest per id)
+    seen_at: datetime | None = None  # the last recall hit
+    hits: int = 0  # recall hits so far
+    boost: float = 0.0  # salience added since the row was written (recall hits, restatements)
+    restated_by: list[str] = field(default_factory=list)  # chunks that stated the fact again
+    paths: list[str] = field(default_factory=list)  # paths a restatement added
+    anchors: dict[str, str] = field(default_factory=dict)  # anchors a restatement refreshed (path → blob id)
+    conflicts_with: list[str] = field(default_factory=list)  # later facts that disagree with it (their own rows name it)
+
+
+def _float32(value: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
+def anchor_map(value: Any) -> dict[str, str]:
+    """Anchors as path → blob id, from a column value (a list of {path, blob}) or a mapping."""
+    if not value:
+        return {}
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    return {item["path"]: item["blob"] for item in value}
 _SPACES = re.compile(r"\s+")
 
 

@@ -25,10 +25,10 @@ from chronomem.project import GLOBAL, detect_project, display_name, key_suffix, 
 from chronomem.records import utcnow
 from chronomem.search.engine import open_store
 from chronomem.storage import MemoryStore
+from chronomem.storage.store import WRITE_LOCK_NAME
 
 log = logging.getLogger(__name__)
 
-WRITE_LOCK_NAME = ".write.lock"
 #: How long the list of the store's projects is reused before it is read again.
 PROJECT_NAMES_TTL = 30.0
 #: How long a write waits for another process's write before failing with advice.

@@ -22,7 +22,6 @@ from chronomem.codebase import (
     hash_file,
     path_matches,
 )
-from chronomem.marks import anchor_tags, anchors_of, inherited_tags, user_tags, with_anchors
 from chronomem.records import UTC
 from tests.gitrepo import GitRepo, isolated_git
 
@@ -232,17 +231,6 @@ def test_changes_are_modified_or_deleted_and_checked_once(repo: GitRepo) -> None
     assert check(anchors) == [Change("README.md", "modified")], "hashed once per check: a recall sees one state"
     assert StalenessCheck(cb)(anchors) == [Change("README.md", "modified"), Change("src/app.py", "deleted")]
     assert StalenessCheck(None)(anchors) == []
-
-
-def test_anchor_tags_round_trip_and_stay_internal() -> None:
-    anchors = {"src/a=b.py": "a" * 40, "README.md": "b" * 40}
-    tags = ["infra", "cm:seen:2024-01-01T00:00:00Z", *anchor_tags(anchors)]
-    assert anchors_of(tags) == anchors
-    assert user_tags(tags) == ["infra"]
-    assert inherited_tags(tags) == ["infra", *anchor_tags(anchors)]
-    updated = with_anchors(tags, {"README.md": "c" * 40})
-    assert anchors_of(updated) == {"src/a=b.py": "a" * 40, "README.md": "c" * 40}
-    assert user_tags(updated) == ["infra"] and "cm:seen:2024-01-01T00:00:00Z" in updated
 
 
 # ---------------------------------------------------------------------------- git answers kept

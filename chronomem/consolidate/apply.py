@@ -6,19 +6,27 @@ verbatim statement of an old value stops surfacing as current.
 
 With a `SlotMatcher` a fact named differently from an equivalent live slot is resolved
 against that slot (slots.py). Facts that disagree but must both stay live (an extracted
-value against an agent-stated one, or an ambiguous slot match) are flagged on both rows
-with a `cm:conflict:<id>` mark (marks.py), which `history` shows as `conflicts_with`.
+value against an agent-stated one, or an ambiguous slot match) are linked on the row written
+later: its `conflicts_with` column names the earlier facts. A stored row is written once, so it
+cannot gain the link in a column: the other end is appended to its state in the `usage` side table
+(`Usage.conflicts_with`), which every read folds into `record.conflicts_with` — so `history`, `recall`
+and the brief show the link on both facts, and nothing is rewritten.
+
+A restatement (the same value again) reinforces the stored fact without rewriting it: the fact's
+new state — salience step, the restating chunk, refreshed anchors, added paths — is appended to the
+`usage` side table (storage/usage.py) after the commit of the rows, and reads fold it in
+(`MemoryRecord.with_usage`). The two are separate commits: a crash between them loses only the
+reinforcement, never a row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from datetime import datetime
 
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES, REINFORCE_STEP, plan_fact
-from chronomem.marks import anchors_of, with_anchors, with_conflicts
-from chronomem.records import MemoryRecord
+from chronomem.records import MemoryRecord, Usage
 from chronomem.storage import Filter, MemoryStore
 
 if TYPE_CHECKING:
@@ -55,6 +63,8 @@ def resolve_and_commit(
     `MULTI_VALUED_PREDICATES` (an imported graph's relations: all of them hold at once).
     """
     writes: dict[str, MemoryRecord] = {r.id: r for r in (extra_rows or [])}
+    usage: dict[str, Usage] = {}  # restated stored facts → their new usage state
+    stored_ids: set[str] = set()
     outcomes: list[FactOutcome] = []
     slot_cache: dict[tuple[str, str, str], list[MemoryRecord]] = {}
 
@@ -74,7 +84,7 @@ def resolve_and_commit(
     for project in sorted({k[0] for k in wanted}):
         pairs = [(k[1], k[2]) for k in wanted if k[0] == project]
         stored = store.find(Filter().projects([project]).slots(pairs).known(now), with_vectors=True)
-        stored_ids = {r.id for r in stored}
+        stored_ids.update(r.id for r in stored)
         rows_in = [writes.get(r.id, r) for r in stored]
         rows_in += [r for r in writes.values() if r.kind == "fact" and r.id not in stored_ids]
         for key in wanted:
@@ -90,13 +100,24 @@ def resolve_and_commit(
             target = writes.get(plan.reinforced.id, plan.reinforced)
             merged_sources = list(dict.fromkeys(target.source_ids + fact.source_ids))
             # Restated about the same files: their anchors now hold the hashes the files have today.
-            updated = target.copy(
-                salience=target.salience + REINFORCE_STEP,
-                source_ids=merged_sources,
-                tags=with_anchors(target.tags, anchors_of(fact.tags)),
-                paths=list(dict.fromkeys(target.paths + fact.paths)),
-            )
-            writes[updated.id] = updated
+            anchors = {**target.anchors, **fact.anchors}
+            paths = list(dict.fromkeys(target.paths + fact.paths))
+            if target.id in stored_ids and target.id not in writes:  # stored: its row stays as written
+                state = _state(usage, target, now)
+                state = replace(
+                    state,
+                    boost=state.boost + REINFORCE_STEP,
+                    restated_by=list(dict.fromkeys([*state.restated_by, *fact.source_ids])),
+                    paths=list(dict.fromkeys([*state.paths, *fact.paths])),
+                    anchors={**state.anchors, **fact.anchors},
+                )
+                usage[target.id] = state
+                updated = target.raw().with_usage(state)
+            else:  # written in this same commit: the new row takes the restatement
+                updated = target.copy(
+                    salience=target.salience + REINFORCE_STEP, source_ids=merged_sources, anchors=anchors, paths=paths
+                )
+                writes[updated.id] = updated
             _replace(rows, updated)
             outcomes.append(FactOutcome("reinforced", updated.id, fact.subject, fact.predicate, fact.object))
             continue
@@ -112,8 +133,8 @@ def resolve_and_commit(
         assert plan.new_fact is not None
         new_fact = plan.new_fact
         if flagged:
-            new_fact = new_fact.copy(tags=with_conflicts(new_fact.tags, flagged))
-            for other in _flag(store, writes, flagged, new_fact.id):
+            new_fact = new_fact.copy(conflicts_with=list(dict.fromkeys([*new_fact.conflicts_with, *flagged])))
+            for other in _flag(store, writes, usage, stored_ids, flagged, new_fact.id, now):
                 _replace(rows, other)
             plan.action = "conflict"
         writes[new_fact.id] = new_fact
@@ -135,6 +156,7 @@ def resolve_and_commit(
         writes[row.id] = row
 
     store.upsert(list(writes.values()))
+    store.usage.append(list(usage.values()))
     if matcher is not None:
         matcher.note_written(writes.values())
     return outcomes
@@ -178,19 +200,39 @@ def _fit_chunks_to_facts(store: MemoryStore, writes: dict[str, MemoryRecord], no
     return out
 
 
-def _flag(store: MemoryStore, writes: dict[str, MemoryRecord], ids: list[str], new_id: str) -> list[MemoryRecord]:
-    """Mark each live row of `ids` as conflicting with `new_id` (in `writes`); returns the marked rows."""
+def _flag(
+    store: MemoryStore,
+    writes: dict[str, MemoryRecord],
+    usage: dict[str, Usage],
+    stored_ids: set[str],
+    ids: list[str],
+    new_id: str,
+    now: datetime,
+) -> list[MemoryRecord]:
+    """The other end of a conflict: each live row of `ids` learns that `new_id` disagrees with it — a row new
+    in this commit in its own column, a stored one in its usage state. Returns the rows as readers now see them."""
     missing = [i for i in ids if i not in writes]
-    loaded = {r.id: r for r in store.find(Filter().ids(missing), with_vectors=True)} if missing else {}
+    loaded = {r.id: r for r in store.find(Filter().ids(missing))} if missing else {}
     marked = []
     for memory_id in ids:
         row = writes.get(memory_id) or loaded.get(memory_id)
         if row is None or row.expired_at is not None:
             continue
-        updated = row.copy(tags=with_conflicts(row.tags, [new_id]))
-        writes[updated.id] = updated
+        if memory_id in writes and memory_id not in stored_ids:
+            updated = row.copy(conflicts_with=list(dict.fromkeys([*row.conflicts_with, new_id])))
+            writes[memory_id] = updated
+        else:
+            state = _state(usage, row, now)
+            usage[memory_id] = state = replace(state, conflicts_with=list(dict.fromkeys([*state.conflicts_with, new_id])))
+            updated = row.raw().with_usage(state)
         marked.append(updated)
     return marked
+
+
+def _state(usage: dict[str, Usage], row: MemoryRecord, now: datetime) -> Usage:
+    """The usage state a new change of stored `row` extends (this commit's, else the stored one), stamped `now`."""
+    state = usage.get(row.id) or row.usage or Usage(id=row.id, at=now)
+    return replace(state, at=max(now, state.at))
 
 
 def _slot_key(row: MemoryRecord) -> tuple[str, str, str]:

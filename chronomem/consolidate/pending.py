@@ -13,7 +13,6 @@ from datetime import datetime
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.consolidate.slots import slot_phrase
 from chronomem.consolidate.watermark import StageMark
-from chronomem.marks import inherited_tags
 from chronomem.records import MemoryRecord, fact_sentence, new_id, normalize_object, normalize_predicate, normalize_subject
 from chronomem.search.engine import text_search, vector_search
 from chronomem.storage import Filter, MemoryStore
@@ -85,7 +84,8 @@ def fact_row(
         embed_model=embed_model,
         source=source,
         source_ids=[chunk.id],
-        tags=inherited_tags(chunk.tags),
+        tags=list(chunk.tags),
+        anchors=dict(chunk.anchors),
         paths=list(chunk.paths),
         commit=chunk.commit,
         confidence=CONFIDENCE.get(source, 1.0),

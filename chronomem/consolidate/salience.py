@@ -5,9 +5,12 @@ Two sources of reinforcement raise a row's stored `salience`:
 - a recall hit (+`HIT_STEP`, applied here in a batch by the consolidator, never on the
   read path: `HitLog.record` only appends ids to memory).
 
-`apply_hits` writes hits by upserting each row again with its new `salience` and the time of
-its last hit as the `cm:seen:<time>` mark in `tags` (the schema has no column for it): the one
-place a memory row is rewritten in place rather than only having its validity closed.
+`apply_hits` never rewrites a memory row (rows are written once): it appends each hit row's new
+state to the `usage` side table (storage/usage.py) — the last hit's time, the count of hits, and
+the salience they added (`boost`) — and every read attaches the latest state to the row
+(`MemoryRecord.with_usage`: `record.salience` is the stored salience plus the boost, and
+`record.usage.seen_at` the last hit). A restated fact's step is recorded the same way
+(consolidate/apply.py).
 
 Decay is computed at read time (`chronomem.facts.effective_salience`), so no row is rewritten
 as time passes and nothing is ever removed by it:
@@ -27,12 +30,12 @@ recorded only for `recall` (not `as_of`: looking at the past is not a sign the p
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from chronomem.facts import HALF_LIFE, effective_salience, last_reinforced, record_salience
-from chronomem.marks import seen_at, with_seen
-from chronomem.records import MemoryRecord
+from chronomem.records import MemoryRecord, Usage
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 
@@ -74,18 +77,27 @@ class HitLog:
 
 
 def apply_hits(svc: MemoryService, hits: dict[str, datetime]) -> int:
-    """Raise salience and set the seen mark of the live rows among `hits` in one commit; returns rows changed."""
+    """Record the hits on the live rows among `hits` in the usage table, in one commit; returns rows reinforced."""
     if not hits:
         return 0
     store = svc.store
     with svc.writing():
-        rows = store.find(Filter().ids(list(hits)).known(svc.now()), with_vectors=True)
-        updated = []
+        rows = store.find(Filter().ids(list(hits)).known(svc.now()))
+        states = []
         for row in rows:
             at = hits[row.id]
-            previous = seen_at(row.tags)
+            state = row.usage or Usage(id=row.id, at=at)
+            previous = state.seen_at
             bump = 0.0 if previous is not None and at - previous < HIT_COOLDOWN else HIT_STEP
-            salience = min(row.salience + bump, MAX_SALIENCE)
-            updated.append(row.copy(salience=salience, tags=with_seen(row.tags, max(at, previous or at))))
-        store.upsert(updated)
-    return len(updated)
+            bump = max(min(row.salience + bump, MAX_SALIENCE) - row.salience, 0.0)
+            states.append(
+                replace(
+                    state,
+                    at=max(at, state.at),
+                    seen_at=max(at, previous or at),
+                    hits=state.hits + 1,
+                    boost=state.boost + bump,
+                )
+            )
+        store.usage.append(states)
+    return len(states)

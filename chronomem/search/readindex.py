@@ -66,11 +66,13 @@ ADJACENT_SCAN = 16
 MASK_CACHE = 8
 
 _RECORD_FIELDS = frozenset(f.name for f in fields(MemoryRecord))
-_LIST_FIELDS = ("source_ids", "tags", "paths")
+_LIST_FIELDS = ("source_ids", "tags", "paths", "conflicts_with")
 _OPEN = np.iinfo(np.int64).max  # NULL invalid_at / expired_at: open-ended
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
-#: Columns a write may change on an existing row, besides the times and salience (compared in Python).
+#: Columns compared when catching up, besides the times and salience (compared in Python). A write changes only
+#: the validity of a stored row (storage/store.py refuses anything else), but a restore or a repair rewrites the
+#: table with rows as a backup held them, so the copy still checks every column it serves.
 _OBJECT_COLUMNS = ("reason", "tags", "supersedes", "confidence", "revision_of", "paths", "commit")
 SYNC_COLUMNS = ["id", *_TIMES, "salience", *_OBJECT_COLUMNS]
 
@@ -719,6 +721,7 @@ def _fresh_copy(record: MemoryRecord) -> MemoryRecord:
     values.update(record.__dict__)
     for name in _LIST_FIELDS:
         values[name] = list(values[name])
+    values["anchors"] = dict(values["anchors"])
     return out
 
 

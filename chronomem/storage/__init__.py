@@ -1,4 +1,5 @@
-"""Storage: the one LanceDB table `memories`, its schema, safe filters and bi-temporal writes;
+"""Storage: the LanceDB table `memories` (rows written once), its schema and upgrades (`migrate`), the `usage`
+side table beside it (`usage`), safe filters and bi-temporal writes;
 export/import/purge (`portable`) and health checks and repair (`doctor`); keeps the search component's read
 index in step with the table's version (it is handed the builder, it never imports search/).
 

@@ -26,13 +26,21 @@ from typing import Any
 
 from chronomem.errors import StoreError
 from chronomem.records import utcnow
-from chronomem.storage.schema import SCHEMA_VERSION_KEY, TABLE_NAME, memories_schema, stored_model
+from chronomem.storage.schema import (
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_KEY,
+    TABLE_NAME,
+    USAGE_TABLE,
+    memories_schema,
+    schema_version,
+    stored_model,
+)
 
 log = logging.getLogger(__name__)
 
 #: Files chronomem itself keeps beside the table (locks, the consolidator's state, quarantined manifests);
 #: any other entry, hidden files aside, makes a directory foreign.
-OWN_ENTRIES = {f"{TABLE_NAME}.lance", "quarantine", "backups"}
+OWN_ENTRIES = {f"{TABLE_NAME}.lance", f"{USAGE_TABLE}.lance", "quarantine", "backups"}
 OWN_PREFIXES = (".", "consolidate-state")
 QUARANTINE = "quarantine"
 _RUST_LOCATION = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
@@ -129,6 +137,8 @@ class Checkup:
     version: int | None = None
     versions: int = 0
     rows: int | None = None
+    #: The schema version the table records (storage/schema.py; an older one is migrated when the store opens).
+    schema: int | None = None
     #: The model the table records its vectors are from (`chronomem reembed` changes it), and their dimension.
     model: str | None = None
     dim: int | None = None
@@ -148,6 +158,13 @@ class Checkup:
             rows = f", {self.rows} rows" if self.rows is not None else ""
             kept = f"{self.versions} version{'s' if self.versions != 1 else ''} kept"
             lines.append(f"  table version {self.version} ({kept}){rows}")
+        if self.schema is not None:
+            if self.schema < SCHEMA_VERSION:
+                lines.append(f"  schema {self.schema} (this chronomem upgrades it to {SCHEMA_VERSION} when it opens the store)")
+            elif self.schema > SCHEMA_VERSION:
+                lines.append(f"  schema {self.schema}, newer than this chronomem ({SCHEMA_VERSION}): upgrade chronomem")
+            else:
+                lines.append(f"  schema {self.schema}")
         if self.model is not None:
             lines.append(f"  vectors from {self.model} ({self.dim}-d)")
         lines += [f"  note: {n}" for n in self.notes]
@@ -210,6 +227,7 @@ def check(path: Path | str) -> Checkup:
     report.version = int(table.version)
     report.versions = len(table.list_versions())
     report.model, report.dim = stored_model(table.schema)
+    report.schema = schema_version(table.schema)
     try:
         everything = table.to_arrow()
         report.rows = int(everything.num_rows)
@@ -387,6 +405,9 @@ def repair(path: Path | str) -> Checkup:
         except Exception as exc:
             actions.append(f"the backup {newest.path.name} does not read ({error_line(exc)})")
         else:
+            from chronomem.storage.migrate import upgrade_rows
+
+            backup_rows = upgrade_rows(backup_rows)  # taken before the store's schema upgrade: its rows upgraded
             backup_dim = backup_rows.schema.field("vector").type.list_size
             if backup_dim == rows.schema.field("vector").type.list_size:
                 sources.append(backup_rows)
@@ -519,7 +540,10 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
                 pass
     if (rows.schema.metadata or {}).get(SCHEMA_VERSION_KEY) is not None:
         # the backup's own model and dimension: restoring one taken before `chronomem reembed` undoes the move
+        from chronomem.storage.migrate import upgrade_rows
+
         model, dim = stored_model(rows.schema)
+        rows = upgrade_rows(rows)  # a backup taken before the store's schema upgrade comes back upgraded
         rows = rows.select(memories_schema(dim, model).names).cast(memories_schema(dim, model))
     if table is None:
         table = db.create_table(TABLE_NAME, data=rows)

@@ -6,8 +6,17 @@ always exports the same bytes. Import reads that back into an empty store in one
 keeping ids, both time axes, supersession and revision links and provenance, and
 recomputing the vectors with the configured model.
 
+A row is exported as readers see it: what the `usage` side table holds about it (storage/usage.py) is
+folded in — its salience boost, restating chunks, added paths, refreshed anchors and later conflicting
+facts into those columns — and its last recall hit is the extra field `last_seen` (absent when never hit),
+which import writes back to the new store's usage table. `anchors` is an object (path → blob id),
+`conflicts_with` a list of ids. An export of a schema-1 store (made before these columns existed) carries
+its internal marks as `cm:` strings in `tags`: import reads them as anchors, conflicts and last seen
+(storage/migrate.py, `split_marks`), never as tags.
+
 Purge removes rows for good: the matched rows, every revision of them and every fact
-derived from them. LanceDB deletes by marking rows in deletion files and keeps old
+derived from them (or restated by them), and their rows in the `usage` side table, which is
+rewritten the same way (`UsageLog.erase`). LanceDB deletes by marking rows in deletion files and keeps old
 versions, so the table is rewritten without those rows (one commit), its indexes are
 rebuilt, and every older version and unreferenced file is cleaned up at once; afterwards
 no file in the store directory holds the purged text.
@@ -24,8 +33,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from chronomem.errors import InvalidInput, NotFound, StoreError
-from chronomem.records import UTC, MemoryRecord
+from chronomem.records import UTC, MemoryRecord, Usage
 from chronomem.storage.filters import Filter
+from chronomem.storage.migrate import split_marks
 from chronomem.storage.schema import RESULT_COLUMNS
 from chronomem.storage.store import SCAN_LIMIT, VECTOR_INDEX_NAME, MemoryStore
 
@@ -33,8 +43,10 @@ log = logging.getLogger(__name__)
 
 #: Columns an export carries, in this order: all of them but the vector.
 EXPORT_COLUMNS: list[str] = list(RESULT_COLUMNS)
+#: Fields an export line may carry besides the columns.
+EXTRA_FIELDS = ("last_seen",)
 _TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
-_LISTS = ("source_ids", "tags", "paths")
+_LISTS = ("source_ids", "tags", "paths", "conflicts_with")
 _FLOATS = ("salience", "confidence")
 _REQUIRED = ("id", "kind", "project", "content", "valid_at", "created_at")
 _BATCH = 500
@@ -52,8 +64,9 @@ def _time_text(value: datetime | None) -> str | None:
 def export_lines(store: MemoryStore) -> Iterator[str]:
     """One JSON line per row (no trailing newline), ordered by id."""
     table = store._table.search().select(EXPORT_COLUMNS).limit(SCAN_LIMIT).to_arrow().sort_by("id")
+    usage = store.usage.latest()
     for row in table.to_pylist():
-        record = MemoryRecord.from_row(row)
+        record = MemoryRecord.from_row(row).with_usage(usage.get(row["id"]))
         out: dict[str, Any] = {}
         for name in EXPORT_COLUMNS:
             value = getattr(record, name)
@@ -61,7 +74,11 @@ def export_lines(store: MemoryStore) -> Iterator[str]:
                 value = _time_text(value)
             elif name in _FLOATS:
                 value = float(value)
+            elif name == "anchors":
+                value = dict(sorted(value.items()))
             out[name] = value
+        if record.usage is not None and record.usage.seen_at is not None:
+            out["last_seen"] = _time_text(record.usage.seen_at)
         yield json.dumps(out, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -77,7 +94,7 @@ def parse_line(line: str, number: int) -> MemoryRecord:
         raise InvalidInput(f"{where}: not JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise InvalidInput(f"{where}: expected a JSON object, got {type(data).__name__}")
-    unknown = sorted(set(data) - set(EXPORT_COLUMNS))
+    unknown = sorted(set(data) - set(EXPORT_COLUMNS) - set(EXTRA_FIELDS))
     if unknown:
         raise InvalidInput(f"{where}: unknown column {unknown[0]!r} (not a chronomem export?)")
     missing = [c for c in _REQUIRED if data.get(c) is None]
@@ -86,7 +103,11 @@ def parse_line(line: str, number: int) -> MemoryRecord:
     values: dict[str, Any] = {}
     for name in EXPORT_COLUMNS:
         value = data.get(name)
-        if name in _TIMES:
+        if name == "anchors":
+            value = value or {}
+            if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+                raise InvalidInput(f"{where}: anchors must be an object of path → blob id")
+        elif name in _TIMES:
             value = _parse_time(value, f"{where}: {name}")
         elif name in _LISTS:
             if value is None:
@@ -104,8 +125,15 @@ def parse_line(line: str, number: int) -> MemoryRecord:
         values[name] = value
     if values["kind"] not in ("chunk", "fact"):
         raise InvalidInput(f"{where}: kind must be chunk or fact")
+    seen = _parse_time(data.get("last_seen"), f"{where}: last_seen")
+    if "anchors" not in data:  # a schema-1 export: its internal marks were `cm:` strings in `tags`
+        values["tags"], values["anchors"], values["conflicts_with"], marked_seen = split_marks(values["tags"])
+        seen = seen or marked_seen
     names = {f.name for f in fields(MemoryRecord)}
-    return MemoryRecord(**{k: v for k, v in values.items() if k in names})
+    record = MemoryRecord(**{k: v for k, v in values.items() if k in names})
+    if seen is not None:
+        record.usage = Usage(id=record.id, at=seen, seen_at=seen, hits=1)
+    return record
 
 
 def _parse_time(value: Any, where: str) -> datetime | None:
@@ -154,6 +182,7 @@ def import_records(
     """Embed `records` again and append them all in one commit; the store must be empty."""
     require_empty(store)
     count = append_records(store, records, embed, progress=progress, batch_size=batch_size, embed_model=embed_model)
+    store.usage.append([r.usage for r in records if r.usage is not None])  # the last recall hits
     if count:
         store.optimize()
     return count
@@ -238,11 +267,14 @@ def with_dependents(store: MemoryStore, seeds: Sequence[MemoryRecord]) -> list[M
     """`seeds` plus every revision of them (either way along `revision_of`) and every fact derived from them."""
     found: dict[str, MemoryRecord] = {r.id: r for r in seeds}
     frontier = list(found)
+    usage = store.usage.latest()
     while frontier:
         new: list[MemoryRecord] = []
         for part in _chunks(frontier):
             new.extend(store.find(Filter().revision_of(part)))
             new.extend(store.find(Filter().derived_from(part)))
+            wanted = set(part)  # facts a purged chunk restated (their usage names it)
+            new.extend(_find_ids(store, [i for i, u in usage.items() if wanted.intersection(u.restated_by)]))
         parents = [found[i].revision_of for i in frontier if found[i].revision_of]
         new.extend(_find_ids(store, [p for p in parents if p not in found]))
         frontier = []
@@ -318,6 +350,7 @@ def erase(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
         position = keep.schema.get_field_index("reason")
         keep = keep.set_column(position, keep.schema.field("reason"), pa.array(reasons, type=pa.string()))
     table.add(keep, mode="overwrite")
+    store.usage.erase(plan.ids)  # what recall hits and restatements recorded about them goes too
     _rebuild_indexes(store, indexes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # LanceDB warns that cleanup_older_than=0 ends old readers: intended

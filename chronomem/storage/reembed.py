@@ -4,7 +4,9 @@ The table records the model its vectors are from (`chronomem.embed_model` in its
 row's `embed_model`); `MemoryStore.open` refuses a configured model of another dimension, and `doctor` says
 when the two differ. `reembed` recomputes the vector of every row the target model did not make, from the
 row's `content` (as `remember` and `import` embed it), and rewrites the table with the target's dimension and
-name; every other column is carried over unchanged (checked before the commit).
+name; every other column is carried over unchanged (checked before the commit). This is the one declared
+exception to the rule that a row is written once and only its validity is set afterwards
+(storage/schema.py `REEMBED_COLUMNS`: `vector` and `embed_model`); the `usage` side table is not touched.
 
 Crash safety, in three steps, each of which a rerun picks up where a kill left it:
 

@@ -1,15 +1,29 @@
-"""The Arrow schema of the `memories` table and its recorded version."""
+"""The Arrow schemas of the `memories` table (and its recorded version) and of the `usage` side table.
+
+Version 2 (issue 23) gave the internal marks that version 1 packed into `tags` (`cm:` strings) typed homes:
+`anchors` and `conflicts_with` are columns of `memories`; recall hits, last-seen times and the reinforcement
+of a restated fact live in `usage` (storage/usage.py), so a memory row is written once and afterwards only
+its validity (`invalid_at`, `expired_at`, `reason`) is ever set — the one declared exception being
+`chronomem reembed`, which rewrites `vector` and `embed_model` of every row (storage/reembed.py).
+storage/migrate.py brings a version-1 store forward.
+"""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
 TABLE_NAME = "memories"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+USAGE_TABLE = "usage"
 SCHEMA_VERSION_KEY = b"chronomem.schema_version"
 EMBED_MODEL_KEY = b"chronomem.embed_model"
 
 _TIME = pa.timestamp("us", tz="UTC")
+ANCHOR_TYPE = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("blob", pa.string())]))
+#: The only columns a write may change on an existing row (MemoryStore.upsert refuses anything else).
+VALIDITY_COLUMNS = ("invalid_at", "expired_at", "reason")
+#: What `chronomem reembed` rewrites on every row: the declared exception to write-once.
+REEMBED_COLUMNS = ("vector", "embed_model")
 
 
 def memories_schema(dim: int, embed_model: str) -> pa.Schema:
@@ -39,9 +53,37 @@ def memories_schema(dim: int, embed_model: str) -> pa.Schema:
             pa.field("paths", pa.list_(pa.string())),
             pa.field("commit", pa.string()),
             pa.field("reason", pa.string()),
+            pa.field("anchors", ANCHOR_TYPE),
+            pa.field("conflicts_with", pa.list_(pa.string())),
         ],
         metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode(), EMBED_MODEL_KEY: embed_model.encode()},
     )
+
+
+def usage_schema() -> pa.Schema:
+    """The `usage` side table: one row per change, the latest per `id` is the state (records.Usage)."""
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("at", _TIME, nullable=False),
+            pa.field("seen_at", _TIME),
+            pa.field("hits", pa.int64()),
+            pa.field("boost", pa.float32()),
+            pa.field("restated_by", pa.list_(pa.string())),
+            pa.field("paths", pa.list_(pa.string())),
+            pa.field("anchors", ANCHOR_TYPE),
+            pa.field("conflicts_with", pa.list_(pa.string())),
+        ],
+        metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()},
+    )
+
+
+def schema_version(schema: pa.Schema) -> int:
+    """The version a `memories` table records (1 when it records none)."""
+    try:
+        return int((schema.metadata or {}).get(SCHEMA_VERSION_KEY, b"1").decode())
+    except ValueError:
+        return 1
 
 
 #: Columns returned by searches: everything but the vector, which no caller reads back.

@@ -6,6 +6,13 @@ Searching is not here: search/ asks `answer` to route each search to the read in
 Bi-temporal writes live here because they must be atomic: closing a row's validity
 expires it and appends its revision in one LanceDB commit (`merge_insert` on `id`),
 so a crash leaves either the old state or the new one, never half of each.
+
+A row is written once: `upsert` refuses to change any column of a stored row but its validity
+(`schema.VALIDITY_COLUMNS`), and for a stored row writes only those (its other columns, vector included,
+are taken from the table). `chronomem reembed` is the one declared exception (it rewrites `vector` and
+`embed_model`, storage/reembed.py). What changes after a write lives in the `usage` side table
+(storage/usage.py), which every read attaches to the rows it returns (`MemoryRecord.with_usage`).
+Opening a store of an older schema migrates it first (storage/migrate.py); a newer one is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 from chronomem.config import DEFAULT_READ_INDEX_ROWS
 from chronomem.errors import StoreError
 from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.storage.usage import UsageLog
 from chronomem.storage.commitwatch import CommitWatch
 from chronomem.storage import ledger
 from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint, resource_error
@@ -31,7 +39,9 @@ from chronomem.storage.schema import (
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     TABLE_NAME,
+    VALIDITY_COLUMNS,
     memories_schema,
+    schema_version,
     stored_model,
 )
 
@@ -70,6 +80,8 @@ OPEN_BUILD_ROWS = 2_000
 #: LanceDB's index cache once the read index answers the searches (LanceDB is left with the rare filters the
 #: copy cannot evaluate, mostly scans). Its default, 6 GB, kept what the first searches had loaded.
 LANCE_CACHE_BEHIND_INDEX = 16 * 2**20
+#: The store's cross-process write lock file (the one `MemoryService.writing` holds).
+WRITE_LOCK_NAME = ".write.lock"
 #: Name of the ANN index on `vector` the consolidator builds once the table is large.
 VECTOR_INDEX_NAME = "vector_idx"
 
@@ -105,6 +117,8 @@ class MemoryStore:
         self.commits_since_optimize = 0
         #: How long this store's last `optimize()` took (None: none yet).
         self.last_optimize_seconds: float | None = None
+        #: The `usage` side table: recall hits and restatements, never written into the rows.
+        self.usage = UsageLog(path, lambda: _connect(path)[0])
 
     @property
     def table(self) -> Any:
@@ -164,6 +178,18 @@ class MemoryStore:
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
                 cls._check_schema(path, table.schema, dim)
+                if schema_version(table.schema) < SCHEMA_VERSION:
+                    from filelock import FileLock
+
+                    from chronomem.storage.migrate import migrate
+
+                    # Under the store's write lock (service.WRITE_LOCK_NAME): no write of another process lands
+                    # between the migration's read and its overwrite, and one process migrates, not two.
+                    with FileLock(str(path / WRITE_LOCK_NAME)):
+                        table = db.open_table(TABLE_NAME)
+                        if schema_version(table.schema) < SCHEMA_VERSION:
+                            migrate(path, db, table)
+                    table = db.open_table(TABLE_NAME)
             else:
                 table = db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
         except StoreError:
@@ -281,11 +307,18 @@ class MemoryStore:
                 self._drop_read_index()
                 found = None
             if found is not None:
-                return found
+                return self._with_usage(found)
         try:
-            return from_lance()
+            return self._with_usage(from_lance())
         finally:
             self._start_read_index()
+
+    def _with_usage(self, found: _Found) -> _Found:
+        """`found` (records, (record, score) pairs, or tuples of those lists) with each record's usage attached."""
+        latest = self.usage.latest()
+        if latest:
+            _attach(found, latest)
+        return found
 
     def _after_write(self, data: Any, version: int | None) -> None:
         """Apply our own write, committed as `version`, to the read index — or, when the index was not at
@@ -373,6 +406,7 @@ class MemoryStore:
         before = self._version
         started = time.perf_counter()
         self._guard(lambda: table.optimize(cleanup_older_than=retention))
+        self._guard(lambda: self.usage.compact(retention))
         self.last_optimize_seconds = time.perf_counter() - started
         self.commits_since_optimize = 0
         self._now_at()
@@ -425,17 +459,54 @@ class MemoryStore:
         table is cast to the store's schema, so a column of the wrong type fails here.
         """
         if table.num_rows:
+            import pyarrow as pa
+
             schema = memories_schema(self.dim, self.embed_model)
+            for name in schema.names:  # columns a bulk load may leave out (anchors, conflicts): empty
+                if name not in table.column_names:
+                    table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
             data = table.select(schema.names).cast(schema)
             self._commit(data, lambda: self._table.add(data))
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        """Insert new rows and replace existing ones (by id) in one atomic commit."""
+        """Insert new rows and close the validity of stored ones (by id) in one atomic commit.
+
+        A record whose id is stored may differ from the stored row only in `VALIDITY_COLUMNS`; any other
+        difference raises StoreError and nothing is written (rows are written once). For a stored row only
+        those columns are taken from the record: the rest, vector included, is the table's own."""
         if not records:
             return
-        data = self._arrow(records)
+        import pyarrow as pa
+
+        schema = memories_schema(self.dim, self.embed_model)
+        stored = self._stored_rows([r.id for r in records])
+        rows = []
+        for record in records:
+            row = record.to_row()
+            old = stored.get(record.id)
+            if old is not None:
+                changed = changed_columns(old, row)
+                if changed:
+                    raise StoreError(
+                        f"refused to rewrite memory {record.id}: a stored row's {', '.join(changed)} never changes "
+                        f"(only {', '.join(VALIDITY_COLUMNS)} are set after it is written)"
+                    )
+                row = {**old, **{name: row[name] for name in VALIDITY_COLUMNS}}
+            rows.append(row)
+        data = pa.Table.from_pylist(rows, schema=schema)
         merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
         self._commit(data, lambda: merge.execute(data))
+
+    def _stored_rows(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored rows (every column, from the table itself) of those of `ids` that exist."""
+        out: dict[str, dict[str, Any]] = {}
+        wanted = sorted(set(ids))
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            query = self._table.search().where(Filter().ids(part).sql()).limit(len(part))
+            for row in query.to_arrow().to_pylist():
+                out[row["id"]] = row
+        return out
 
     # ------------------------------------------------------------------ acknowledging
     def _guard(self, write: Callable[[], _Found]) -> _Found:
@@ -520,7 +591,8 @@ class MemoryStore:
 
     @staticmethod
     def expired(record: MemoryRecord, *, now: datetime, reason: str) -> MemoryRecord:
-        return record.copy(expired_at=now, reason=reason)
+        """`record` as stored (without its usage view) with its transaction time closed."""
+        return record.raw().copy(expired_at=now, reason=reason)
 
     # ------------------------------------------------------------------ reading
     def _rows(self, query: Any) -> list[MemoryRecord]:
@@ -638,6 +710,25 @@ class MemoryStore:
         if not wanted:
             return set()
         return {r.id for r in self.find(Filter().ids(wanted), limit=len(wanted))}
+
+
+def changed_columns(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The columns besides validity (and the vector, which a write never takes from a record) in which row
+    `new` differs from stored row `old`, both compared as records read them."""
+    a = MemoryRecord.from_row(old).to_row()
+    b = MemoryRecord.from_row(new).to_row()
+    skip = {*VALIDITY_COLUMNS, "vector"}
+    return [name for name in a if name not in skip and a[name] != b[name]]
+
+
+def _attach(found: Any, latest: dict[str, Any]) -> None:
+    if isinstance(found, MemoryRecord):
+        usage = latest.get(found.id)
+        if usage is not None:
+            found.with_usage(usage)
+    elif isinstance(found, (list, tuple)):
+        for item in found:
+            _attach(item, latest)
 
 
 def _connect(path: Path, index_cache_bytes: int | None = None) -> tuple[Any, Any]:

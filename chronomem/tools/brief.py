@@ -25,7 +25,6 @@ from pydantic import BaseModel, Field
 
 from chronomem.config import MAX_BRIEF_TOKENS, MIN_BRIEF_TOKENS
 from chronomem.facts import EXTRACTED_SOURCES, record_salience
-from chronomem.marks import conflicts_of
 from chronomem.project import GLOBAL, display_name
 from chronomem.records import MemoryRecord, normalize_subject
 from chronomem.retrieval.fusion import estimate_tokens
@@ -51,7 +50,7 @@ SHARES = {"facts": 0.5, "changes": 0.25, "notes": 0.15, "global": 0.10}
 
 #: The only columns the brief reads (never `content` of facts, never vectors).
 _SLOT = ["id", "subject", "predicate", "object"]
-FACT_COLUMNS = [*_SLOT, "valid_at", "created_at", "source", "salience", "source_ids", "tags", "supersedes"]
+FACT_COLUMNS = [*_SLOT, "valid_at", "created_at", "source", "salience", "source_ids", "tags", "supersedes", "conflicts_with"]
 CHANGE_COLUMNS = [*_SLOT, "invalid_at", "created_at", "revision_of", "reason", "source_ids"]
 
 INTRO = "Pass an [id] to `history`, or ask `recall`, for more."
@@ -215,6 +214,7 @@ def _own_names(key: str) -> frozenset[str]:
 def _ranked_facts(svc: MemoryService, flt: Filter, now: datetime) -> list[_Fact]:
     """The facts passing `flt`, most important first (then the most recently valid, then the newest id)."""
     out = []
+    usage = svc.store.usage.latest()  # recall hits, restatements and later conflicts: folded in as reads do
     for row in svc.store.columns(flt, FACT_COLUMNS):
         record = MemoryRecord(
             id=row["id"],
@@ -226,7 +226,8 @@ def _ranked_facts(svc: MemoryService, flt: Filter, now: datetime) -> list[_Fact]
             salience=float(row["salience"] if row["salience"] is not None else 1.0),
             source_ids=list(row["source_ids"] or []),
             tags=list(row["tags"] or []),
-        )
+            conflicts_with=list(row["conflicts_with"] or []),
+        ).with_usage(usage.get(row["id"]))
         weight = EXTRACTED_WEIGHT if row["source"] in EXTRACTED_SOURCES else 1.0
         fact = BriefFact(
             id=row["id"],
@@ -236,7 +237,7 @@ def _ranked_facts(svc: MemoryService, flt: Filter, now: datetime) -> list[_Fact]
             since=iso(row["valid_at"]) or "",
             source=row["source"] or "agent",
             importance=round(record_salience(record, now) * weight, 6),
-            conflicts_with=conflicts_of(record.tags),
+            conflicts_with=list(record.conflicts_with),
         )
         out.append(_Fact(fact, row["supersedes"], tuple(record.source_ids)))
     out.sort(key=lambda r: (r.brief.importance, r.brief.since, r.brief.id), reverse=True)

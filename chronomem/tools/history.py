@@ -14,7 +14,6 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from chronomem.errors import InvalidInput, NotFound
-from chronomem.marks import conflicts_of
 from chronomem.records import MemoryRecord, normalize_predicate, normalize_subject
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
@@ -115,7 +114,7 @@ def _entry(r: MemoryRecord, now: Any, superseded_by: str | None = None) -> Histo
         source=r.source,
         reason=r.reason,
         commit=r.commit,
-        conflicts_with=conflicts_of(r.tags),
+        conflicts_with=list(r.conflicts_with),
     )
 
 

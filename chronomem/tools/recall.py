@@ -30,7 +30,6 @@ from chronomem.codebase import Codebase, StalenessCheck, normalise_query_path, p
 from chronomem.config import MAX_LIMIT, MAX_QUERY_CHARS
 from chronomem.consolidate.slots import slot_matcher
 from chronomem.errors import InvalidInput
-from chronomem.marks import anchors_of
 from chronomem.project import GLOBAL
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.fusion import estimate_tokens
@@ -64,7 +63,7 @@ class Anchors:
         self.found: dict[str, Stale] = {}
 
     def stale(self, record: MemoryRecord) -> Stale | None:
-        anchors = anchors_of(record.tags)
+        anchors = record.anchors
         if not anchors:
             return None
         if record.id in self.found:
@@ -328,7 +327,7 @@ def recall(
 
 def about(record: MemoryRecord, asked: list[str]) -> bool:
     """Is `record` about any of the `asked` paths (by its stored paths or its anchored files)?"""
-    mine = list(record.paths) + list(anchors_of(record.tags))
+    mine = list(record.paths) + list(record.anchors)
     return any(path_matches(stored, given) for stored in mine for given in asked)
 
 

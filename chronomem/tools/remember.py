@@ -2,7 +2,7 @@
 
 Code anchors: the project directory's git HEAD is recorded in `commit`, the `paths` are stored
 relative to the repository (globs kept as given) and the blob id of each file they name is
-recorded as a `cm:anchor:` tag (chronomem/codebase.py, chronomem/marks.py), on the chunk and
+recorded in the `anchors` column (path → blob id; chronomem/codebase.py), on the chunk and
 on every fact it carries, so `recall` can tell when those files have changed since.
 
 `SPEC` is the tool as MCP publishes it (title, description for the model, hints, input schema,
@@ -21,7 +21,6 @@ from chronomem.config import MAX_FACTS_PER_CALL
 from chronomem.consolidate.apply import resolve_and_commit
 from chronomem.consolidate.slots import slot_matcher
 from chronomem.errors import InvalidInput
-from chronomem.marks import anchor_tags
 from chronomem.records import (
     FactInput,
     MemoryRecord,
@@ -114,7 +113,7 @@ def remember(
     if codebase is not None and path_list:
         anchoring = codebase.anchor(path_list)
         path_list, anchors, notes = anchoring.paths, anchoring.anchors, anchoring.notes
-    row_tags = tag_list + anchor_tags(anchors)
+    row_tags = tag_list
     fact_times: list[datetime] = []
     kept: list[FactInput] = []
     for (i, _), f in zip(numbered, fact_inputs, strict=True):
@@ -145,6 +144,7 @@ def remember(
             tags=row_tags,
             paths=path_list,
             commit=commit,
+            anchors=dict(anchors),
         )
         fact_records = [
             MemoryRecord(
@@ -164,6 +164,7 @@ def remember(
                 tags=row_tags,
                 paths=path_list,
                 commit=commit,
+                anchors=dict(anchors),
             )
             for f, t, sentence, vector in zip(fact_inputs, fact_times, sentences, vectors[1:], strict=True)
         ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from chronomem.codebase import Change, short
-from chronomem.marks import conflicts_of, user_tags
 from chronomem.records import MemoryRecord
 from chronomem.timeparse import iso
 
@@ -105,8 +104,8 @@ class MemoryItem(BaseModel):
             source_ids=record.source_ids,
             supersedes=record.supersedes,
             revision_of=record.revision_of,
-            tags=user_tags(record.tags),
-            conflicts_with=conflicts_of(record.tags),
+            tags=list(record.tags),
+            conflicts_with=list(record.conflicts_with),
             paths=record.paths,
             commit=record.commit,
             stale=stale,

@@ -10,8 +10,7 @@ import pytest
 
 from chronomem.consolidate.runner import Consolidator
 from chronomem.consolidate.salience import HALF_LIFE, HIT_STEP, effective_salience, last_reinforced, record_salience
-from chronomem.marks import seen_at, user_tags
-from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.records import UTC, MemoryRecord, Usage, new_id
 from chronomem.service import MemoryService
 from chronomem.tools import recall, remember
 
@@ -31,9 +30,9 @@ def test_last_reinforced_is_the_latest_statement_or_hit() -> None:
     row = MemoryRecord(id=new_id(T), kind="fact", project="p", content="c", valid_at=T, created_at=T,
                        source_ids=[new_id(T), new_id(later)])
     assert abs((last_reinforced(row) - later).total_seconds()) < 0.01
-    seen = row.copy(tags=["infra", "cm:seen:2024-03-01T00:00:00Z"])
+    seen = row.copy(tags=["infra"]).with_usage(Usage(id=row.id, at=T, seen_at=datetime(2024, 3, 1, tzinfo=UTC), hits=1))
     assert last_reinforced(seen) == datetime(2024, 3, 1, tzinfo=UTC)
-    assert user_tags(seen.tags) == ["infra"]
+    assert seen.tags == ["infra"] and seen.to_row()["tags"] == ["infra"]
 
 
 def test_recall_hits_are_applied_in_a_batch_and_decay_only_ranks(svc: MemoryService, clock) -> None:
@@ -48,12 +47,14 @@ def test_recall_hits_are_applied_in_a_batch_and_decay_only_ranks(svc: MemoryServ
     assert report is not None and report.did == "salience" and report.counts["hits"] == 1
     stored = svc.store.get(note.id)
     assert stored is not None and abs(stored.salience - (1.0 + HIT_STEP)) < 1e-6
-    assert seen_at(stored.tags) == clock.now.replace(microsecond=0)
+    assert stored.usage is not None and stored.usage.seen_at == clock.now and stored.usage.hits == 1
     runner.record_hits([note.id])  # again within the cooldown: the time refreshes, salience does not grow
     runner.step()
     again = svc.store.get(note.id)
     assert again is not None and abs(again.salience - stored.salience) < 1e-6
-    assert svc.store.count() == rows, "reinforcement changes rows in place, never adds or removes"
+    assert svc.store.count() == rows, "reinforcement lives in the usage table: no row is added, removed or rewritten"
+    raw = svc.store.table.to_arrow().to_pylist()
+    assert next(r for r in raw if r["id"] == note.id)["salience"] == pytest.approx(1.0), "the row stays as written"
 
     clock.advance(days=365)
     assert record_salience(again, clock.now) < 0.1 * again.salience
@@ -81,4 +82,4 @@ async def test_the_server_records_recall_hits_and_its_consolidator_applies_them(
         while stored is not None and stored.salience == 1.0 and time.monotonic() < deadline:
             await anyio.sleep(0.2)  # the consolidator waits for quiet, then applies the hit
             stored = svc.store.get(note.id)
-    assert stored is not None and stored.salience > 1.0 and seen_at(stored.tags) is not None
+    assert stored is not None and stored.salience > 1.0 and stored.usage is not None and stored.usage.seen_at is not None

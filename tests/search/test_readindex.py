@@ -207,7 +207,10 @@ def test_another_process_writes_are_caught_up(pair: tuple[MemoryStore, MemorySto
     plain.add(arrived)  # another process's write
     target = next(r for r in first if r.expired_at is None)
     plain.upsert([MemoryStore.expired(target, now=target.created_at + timedelta(seconds=1), reason="other")])
-    plain.upsert([arrived[0].copy(salience=7.5)])
+    from chronomem.records import Usage
+
+    # salience gained after the write comes from the usage side table (the row stays as written)
+    plain.usage.append([Usage(id=arrived[0].id, at=arrived[0].created_at, boost=7.5 - arrived[0].salience)])
     for flt in filters():
         query = rand_vector(rng)
         assert ids(vector_search(indexed, query, flt, 20)) == ids(vector_search(plain, query, flt, 20)), flt.sql()
@@ -226,9 +229,9 @@ def test_other_changes_to_a_row_and_a_purge_are_seen(pair: tuple[MemoryStore, Me
     rng = random.Random(9)
     rows = make_rows(rng, 20)
     indexed.add(rows)
-    plain.upsert([rows[1].copy(tags=["cm:conflict:x"], reason="conflict noted")])
+    plain.upsert([rows[1].copy(invalid_at=rows[1].valid_at + timedelta(days=1), reason="ended")])
     [(got, _)] = vector_search(indexed, rows[1].vector, Filter().ids([rows[1].id]), 1)
-    assert got.tags == ["cm:conflict:x"] and got.reason == "conflict noted"
+    assert got.invalid_at == rows[1].valid_at + timedelta(days=1) and got.reason == "ended"
     erase(plain, PurgePlan(rows=[rows[0]], scrub_reasons=[]))
     assert vector_search(indexed, rows[0].vector, Filter().ids([rows[0].id]), 1) == []
     query = rand_vector(rng)
@@ -274,7 +277,7 @@ def test_folding_changed_rows_and_postings_keeps_answers(pair: tuple[MemoryStore
     rows = make_rows(rng, 60)
     for start in range(0, 60, 6):
         indexed.add(rows[start : start + 6])
-    indexed.upsert([r.copy(salience=2.0 + i, reason=f"r{i}") for i, r in enumerate(rows[:12])])
+    indexed.upsert([r.copy(invalid_at=r.valid_at + timedelta(days=1 + i), reason=f"r{i}") for i, r in enumerate(rows[:12])])
     assert not indexed.read_index._overrides or len(indexed.read_index._overrides) <= 5
     for r in rows[:12:3]:
         [(got, _)] = vector_search(indexed, r.vector, Filter().ids([r.id]), 1)

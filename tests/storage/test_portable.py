@@ -153,3 +153,36 @@ def test_cli_purge_asks_first_and_erases(svc: MemoryService, clock) -> None:
     project = cli("purge", "--project", "proj", "--store", store, "--yes")
     assert project.returncode == 0, project.stderr
     assert svc.store.count() == 0 and store_holds(svc.store.path, "nox -s tests") == []
+
+
+def test_export_carries_anchors_conflicts_and_usage_and_reads_a_schema_1_export(svc: MemoryService, tmp_path: Path, embedder, clock) -> None:
+    from chronomem.config import Settings
+    from chronomem.consolidate.runner import Consolidator
+    from chronomem.storage.migrate import convert_rows
+
+    agent = remember(svc, "API port settled.", valid_from="2024-01-01", facts=[{"subject": "api", "predicate": "port", "object": "8080"}])
+    remember(svc, "The api listens on port 9090.", valid_from="2024-02-01")
+    note = remember(svc, "The release checklist lives in docs/release.md.", tags=["release"])
+    runner = Consolidator(svc, llm=None)
+    runner.run_to_completion()
+    clock.advance(minutes=1)
+    runner.record_hits([note.id])
+    runner.run_to_completion()
+    lines = list(export_lines(svc.store))
+    rows = {r["id"]: r for r in map(json.loads, lines)}
+    [fact] = [r for r in rows.values() if r["id"] == agent.facts[0].id]
+    assert fact["conflicts_with"], "the other end of the conflict (its usage) is exported as a column"
+    assert rows[note.id]["last_seen"] is not None and rows[note.id]["salience"] > 1.0
+    assert all(not t.startswith("cm:") for r in rows.values() for t in r["tags"])
+
+    fresh = MemoryService(Settings(store_path=tmp_path / "again", model_path=model_dir(), project="proj"), embedder=embedder, clock=clock)
+    import_records(fresh.store, read_export(lines), fresh.embedder.embed_many)
+    assert list(export_lines(fresh.store)) == lines, "a round trip keeps usage too"
+
+    # A schema-1 export carried the marks as `cm:` tags: they come back as columns and usage.
+    old = dict(rows[note.id], tags=["release", "cm:seen:2024-06-01T12:05:00Z", "cm:anchor:deploy/a=b.py=abc"])
+    del old["anchors"], old["conflicts_with"], old["last_seen"]
+    [record] = read_export([json.dumps(old)])
+    assert record.tags == ["release"] and record.anchors == {"deploy/a=b.py": "abc"}
+    assert record.usage is not None and record.usage.seen_at is not None and record.usage.seen_at.hour == 12
+    assert convert_rows([{"id": "x", "tags": ["cm:conflict:y", "u"]}])[0][0]["conflicts_with"] == ["y"]

@@ -158,8 +158,24 @@ def test_upsert_is_one_commit(store: MemoryStore) -> None:
     a = rec("a")
     store.add([a])
     before = store._table.version
-    store.upsert([a.copy(salience=3.0), rec("b"), rec("c")])
+    ended = a.valid_at + timedelta(days=1)
+    store.upsert([a.copy(invalid_at=ended, reason="ended"), rec("b"), rec("c")])
     assert store._table.version == before + 1
     assert store.count() == 3
     got = store.get(a.id)
-    assert got is not None and got.salience == 3.0
+    assert got is not None and got.invalid_at == ended and got.reason == "ended"
+
+
+def test_upsert_refuses_to_rewrite_a_stored_row_beyond_its_validity(store: MemoryStore) -> None:
+    a = rec("a")
+    store.add([a])
+    before = store._table.version
+    for change in ({"salience": 3.0}, {"tags": ["x"]}, {"content": "other"}, {"anchors": {"f.py": "0" * 40}},
+                   {"conflicts_with": ["z"]}, {"source_ids": ["s"]}):
+        with pytest.raises(StoreError, match="refused to rewrite memory"):
+            store.upsert([a.copy(**change), rec("b")])
+    assert store._table.version == before and store.count() == 1, "a refused write writes nothing"
+    # The vector is never taken from a record for a stored row: the table's own stays.
+    store.upsert([a.copy(vector=[0.0] * len(a.vector or []), expired_at=a.created_at + timedelta(hours=1))])
+    [row] = store.table.to_arrow().to_pylist()
+    assert row["vector"] == pytest.approx(a.vector) and row["expired_at"] is not None

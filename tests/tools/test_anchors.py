@@ -15,7 +15,6 @@ import pytest
 
 from chronomem.config import Settings
 from chronomem.errors import InvalidInput
-from chronomem.marks import anchors_of
 from chronomem.records import UTC
 from chronomem.retrieval.pipeline import Hit, demote_stale
 from chronomem.service import MemoryService
@@ -82,7 +81,7 @@ def test_remember_records_head_paths_and_blob_ids(rsvc: MemoryService, repo: Git
 
     row = rsvc.store.get(out.id)
     assert row is not None and row.commit == head and row.paths == out.paths
-    assert anchors_of(row.tags) == {a.path: a.blob for a in out.anchors}
+    assert row.anchors == {a.path: a.blob for a in out.anchors}
     shown = item_of(recall(rsvc, "how are deploys run"), out.id)
     assert shown.tags == ["ops"], "anchor marks are internal, never shown as tags"
     assert shown.commit == head and shown.stale is None
@@ -163,7 +162,7 @@ def test_agent_facts_inherit_the_anchors_and_go_stale_with_the_file(rsvc: Memory
     )
     fact = rsvc.store.get(out.facts[0].id)
     assert fact is not None and fact.commit == repo.head() and fact.paths == ["src/auth/login.py"]
-    assert anchors_of(fact.tags) == {"src/auth/login.py": repo.blob("src/auth/login.py")}
+    assert fact.anchors == {"src/auth/login.py": repo.blob("src/auth/login.py")}
 
     repo.write("src/auth/login.py", "SESSION_TIMEOUT = 5\n")
     repo.commit("shorter sessions", "2024-05-13T09:00:00Z")
@@ -192,7 +191,7 @@ def test_extracted_facts_inherit_the_chunks_anchors(rsvc: MemoryService, repo: G
     assert derived, "the rules extractor should read a port from this note"
     for fact in derived:
         assert fact.source == "rules"
-        assert anchors_of(fact.tags) == {"server/main.go": repo.blob("server/main.go")}
+        assert fact.anchors == {"server/main.go": repo.blob("server/main.go")}
         assert fact.commit == repo.head() and fact.paths == ["server/main.go"]
 
 

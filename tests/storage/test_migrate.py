@@ -1,0 +1,143 @@
+"""Schema 1 → 2 on a committed store made by the schema-1 code (fixtures/v1_store, fixtures/make_v1_store.py):
+the `cm:` marks become columns and usage rows, a backup comes first, a killed migration resumes, and a store
+newer than the code is refused in one line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from chronomem.config import Settings
+from chronomem.errors import StoreError
+from chronomem.service import MemoryService
+from chronomem.storage import MemoryStore
+from chronomem.storage.backup import list_backups
+from chronomem.storage.doctor import check
+from chronomem.storage.migrate import pending
+from chronomem.storage.schema import SCHEMA_VERSION, SCHEMA_VERSION_KEY, TABLE_NAME, memories_schema, schema_version
+from chronomem.tools import history, recall
+from tests.conftest import model_dir
+from tests.storage.test_doctor import cli, one_error_line
+
+FIXTURE = Path(__file__).parent / "fixtures" / "v1_store"
+NOTE = "01HZ9TV5P097151W18CVZH0BSJ"  # "The release checklist …": recalled once (a cm:seen mark)
+DEPLOY = "01HZ9TX0901ZFD05M409BGX76A"  # anchored to deploy/fabfile.py
+AGENT_FACT, RULES_FACT = "01HZ9TQGG0W98PVD99A7FFAZWN", "01HZ9TYTW024ZJ946Z34JPCWVM"  # api port 8080 / 9090
+BLOB = "2ed6cc1499911daf43182d2d3f13ed1511a19630"
+
+
+@pytest.fixture
+def v1(tmp_path: Path) -> Path:
+    store = tmp_path / "store"
+    shutil.copytree(FIXTURE, store)
+    return store
+
+
+def raw_rows(store: Path) -> dict[str, dict]:
+    import lancedb
+
+    table = lancedb.connect(str(store)).open_table(TABLE_NAME)
+    return {r["id"]: r for r in table.to_arrow().to_pylist()}
+
+
+def test_the_fixture_is_a_schema_1_store_with_marks(v1: Path) -> None:
+    rows = raw_rows(v1)
+    assert "anchors" not in next(iter(rows.values())) and pending(v1) == 1
+    tags = [t for r in rows.values() for t in r["tags"]]
+    assert {t.split(":")[1] for t in tags if t.startswith("cm:")} == {"anchor", "conflict", "seen"}
+
+
+def test_opening_a_v1_store_migrates_it_and_recall_finds_its_notes(v1: Path, embedder, clock) -> None:
+    clock.advance(days=1)  # the fixture was written on the test clock's first day, up to 12:06
+    svc = MemoryService(Settings(store_path=v1, model_path=model_dir(), project="proj"), embedder=embedder, clock=clock)
+    store = svc.store
+    assert schema_version(store.table.schema) == SCHEMA_VERSION and pending(v1) is None
+    assert [b.version for b in list_backups(v1)], "a backup of the v1 table comes first"
+    rows = raw_rows(v1)
+    assert len(rows) == 6
+    assert not [t for r in rows.values() for t in r["tags"] if t.startswith("cm:")], "no cm: tag remains"
+    assert rows[NOTE]["tags"] == ["release"] and rows[DEPLOY]["tags"] == ["ops"]
+    assert rows[DEPLOY]["anchors"] == [{"path": "deploy/fabfile.py", "blob": BLOB}]
+    assert rows[AGENT_FACT]["conflicts_with"] == [RULES_FACT] and rows[RULES_FACT]["conflicts_with"] == [AGENT_FACT]
+    seen = store.get(NOTE)
+    assert seen is not None and seen.usage is not None and seen.usage.seen_at is not None
+    assert seen.salience == pytest.approx(1.1), "the salience v1 hits added stays in the row"
+
+    found = recall(svc, "where is the release checklist")
+    assert found.results[0].id == NOTE and found.results[0].tags == ["release"]
+    port = history(svc, subject="api", predicate="port")
+    assert {e.id: e.conflicts_with for e in port.entries} == {AGENT_FACT: [RULES_FACT], RULES_FACT: [AGENT_FACT]}
+    assert store.get(DEPLOY).anchors == {"deploy/fabfile.py": BLOB}  # type: ignore[union-attr]
+    assert check(v1).ok and check(v1).schema == SCHEMA_VERSION
+
+
+def test_a_migration_killed_before_its_last_commit_resumes(v1: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lancedb.db
+
+    real = lancedb.db.LanceDBConnection.create_table
+
+    def dies_on_memories(self, name, *args, **kwargs):
+        if name == TABLE_NAME:
+            raise KeyboardInterrupt("killed")
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", dies_on_memories)
+    with pytest.raises(KeyboardInterrupt):
+        MemoryStore.open(v1, 384, "m", read_index_rows=0)
+    assert pending(v1) == 1, "still schema 1: the overwrite is one commit"
+    monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", real)
+    store = MemoryStore.open(v1, 384, "m", read_index_rows=0)
+    assert schema_version(store.table.schema) == SCHEMA_VERSION and store.count() == 6
+    assert len(list_backups(v1)) == 1, "the backup of that v1 version is not taken twice"
+    assert list(store.usage.latest()) == [NOTE] and store.usage.rows() == 1, "usage rows are not doubled"
+    assert not [t for r in raw_rows(v1).values() for t in r["tags"] if t.startswith("cm:")]
+
+
+def test_a_store_newer_than_the_code_is_refused_in_one_line(tmp_path: Path) -> None:
+    import lancedb
+
+    store = tmp_path / "store"
+    schema = memories_schema(384, "m")
+    newer = schema.with_metadata({**schema.metadata, SCHEMA_VERSION_KEY: str(SCHEMA_VERSION + 1).encode()})
+    lancedb.connect(str(store)).create_table(TABLE_NAME, schema=newer)
+    with pytest.raises(StoreError, match="newer than this chronomem"):
+        MemoryStore.open(store, 384, "m")
+    line = one_error_line(cli("recall", "anything", "--store", str(store)))
+    assert f"schema version {SCHEMA_VERSION + 1}" in line and "upgrade chronomem" in line
+    assert pending(store) is None and check(store).schema == SCHEMA_VERSION + 1
+
+
+def test_the_cli_upgrades_without_asking_when_no_terminal_is_there(v1: Path) -> None:
+    out = cli("recall", "release checklist", "--store", str(v1), "--project", "proj", "--json")
+    assert out.returncode == 0, out.stderr
+    assert NOTE in out.stdout and pending(v1) is None
+    assert "schema 2" in cli("doctor", "--store", str(v1)).stdout
+
+
+def test_usage_table_schema_round_trips() -> None:
+    from chronomem.records import UTC, Usage
+    from chronomem.storage.schema import usage_schema
+    from chronomem.storage.usage import _latest_states, _row
+    from datetime import datetime, timedelta
+
+    t = datetime(2024, 1, 1, tzinfo=UTC)
+    older = Usage(id="a", at=t, seen_at=t, hits=1, boost=0.1)
+    newer = Usage(id="a", at=t + timedelta(hours=1), hits=2, boost=0.25, restated_by=["c"], anchors={"f": "b"},
+                  conflicts_with=["x"])
+    table = pa.Table.from_pylist([_row(newer), _row(older)], schema=usage_schema())
+    assert _latest_states(table.to_pylist()) == {"a": newer}, "the latest per id, whatever the order"
+
+
+def test_a_backup_from_before_the_upgrade_restores_upgraded(v1: Path) -> None:
+    from chronomem.storage.doctor import restore_backup
+
+    MemoryStore.open(v1, 384, "m", read_index_rows=0)  # migrates, backing schema 1 up first
+    [before] = list_backups(v1)
+    restore_backup(v1, before.path, replace=True)
+    rows = raw_rows(v1)
+    assert len(rows) == 6 and rows[DEPLOY]["anchors"] == [{"path": "deploy/fabfile.py", "blob": BLOB}]
+    assert not [t for r in rows.values() for t in r["tags"] if t.startswith("cm:")]
+    assert check(v1).ok and check(v1).schema == SCHEMA_VERSION
