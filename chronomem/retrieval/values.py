@@ -40,6 +40,15 @@ _NAME = re.compile(r"(?<=[a-z0-9,;)] )[A-Z][a-z][\w'-]*(?: [A-Z][\w'-]*)*|(?:^|(
 _TRAILING = ".,;:!?`'\")"
 
 
+def _shape(code: str) -> str:
+    """The kind of a code span's text when the whole of it has the shape of another kind (`src/app/` is a path
+    with or without backticks), else "code"."""
+    for kind, pattern in _KINDS:
+        if kind != "code" and (match := pattern.match(code)) and match.end() == len(code):
+            return kind
+    return "code"
+
+
 @lru_cache(maxsize=16384)  # the same memories come back query after query
 def value_kinds(text: str) -> ValueKinds:
     """The values `text` states, lower-cased, by kind (a kind with none is left out)."""
@@ -50,9 +59,9 @@ def value_kinds(text: str) -> ValueKinds:
             if any(start < match.end() and match.start() < end for start, end in taken):
                 continue  # part of a value already read (a route inside a code span is an address)
             taken.append(match.span())
-            value = (match.group(1) if match.re.groups else match.group()).lower().rstrip(_TRAILING)
+            value = (match.group(1) if match.re.groups else match.group()).rstrip(_TRAILING)
             if value:
-                out.setdefault(kind, set()).add(value)
+                out.setdefault(_shape(value) if kind == "code" else kind, set()).add(value.lower())
     for match in _NAME.finditer(text):
         words = [w for w in match.group().lower().split() if w not in STOP_WORDS and w not in CALENDAR_WORDS]
         if words and not any(start < match.end() and match.start() < end for start, end in taken):

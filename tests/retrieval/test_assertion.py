@@ -73,3 +73,14 @@ def test_a_fix_citing_its_change_names_the_older_ticket_and_is_no_mention() -> N
         "Someone suggested PR 7001 might help with the exporter; nobody tried it.",
     ]
     assert mentions(texts, [T0 + timedelta(days=d) for d in range(3)]) == [False, False, True]
+
+
+def test_a_code_span_takes_the_kind_of_its_text() -> None:
+    assert value_kinds("Moved from `src/app/` to lib/app/.") == {"path": {"src/app/", "lib/app/"}}
+    assert value_kinds("Run `nox -s tests` on port `8080`.") == {"code": {"nox -s tests"}, "number": {"8080"}}
+    assert value_kinds("Call `parseDate` there.") == {"identifier": {"parsedate"}}
+
+
+def test_an_update_that_quotes_only_the_old_value_is_no_mention() -> None:
+    texts = ["The ledger code is in `pkg/ledger/`.", "ledger no longer lives in `pkg/ledger/`; it is in core/ledger/ now."]
+    assert mentions(texts, [T0, T0 + timedelta(days=1)]) == [False, False]
