@@ -11,9 +11,9 @@ scale per output channel (dynamic quantisation: activations are quantised as the
 rest of the graph in float32. For all-MiniLM-L6-v2 on a 2-core x86 machine it embeds a query in
 about a third of the float32 model's time and, one text at a time (see `FastEmbedder.embed`), ~1.8x as
 many texts per second as float32 in batches; its vectors keep a median cosine of 0.99 to the
-float32 ones, so both kinds of vector can share a store, but it retrieves a little worse (LoCoMo dense
-hit@5 -0.008: eval/results/embed_precision.md), more than the 0.005 the shipped form may cost, so it is
-not the default.
+float32 ones, so both kinds of vector can share a store, but it retrieves a little worse (DevMem dev dense
+MRR -0.013, LoCoMo hit@5 -0.003: eval/results/embed_precision.md), more than the 0.005 the shipped form may
+cost, so it is not the default.
 
 The copy lives in a cache folder keyed by the source file's path, size and modification time
 and by the recipe; it is written under a temporary name and renamed into place, so processes
