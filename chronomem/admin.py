@@ -103,7 +103,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         "--model-path", metavar="DIR", help="folder holding the model's ONNX export (default: $CHRONOMEM_MODEL_PATH)"
     )
     p.add_argument(
-        "--precision", choices=["int8", "float32"], help="how the model runs (default: $CHRONOMEM_EMBED_PRECISION or int8)"
+        "--precision", choices=["int8", "float32"], help="how the model computes (default: $CHRONOMEM_EMBED_PRECISION or float32; int8: its int8 copy)"
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 

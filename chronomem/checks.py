@@ -8,7 +8,9 @@ a one-line fix naming the command or setting that mends it.
   model load and embed one sentence (bounded wait; a load failure is the model's own message);
 - store model: are the store's vectors from the configured model (the model and dimension the table records,
   and each row's `embed_model`)? Another dimension fails (the store does not open), another model warns;
-  both name `chronomem reembed`;
+  both name `chronomem reembed`. The same model at the other precision (a store written by the int8 copy,
+  the default before float32, and float32 configured, or the reverse) warns too, also naming the
+  CHRONOMEM_EMBED_PRECISION that matches the store;
 - index: the full-text index exists and how many rows it does not cover yet; past
   `VECTOR_INDEX_MIN_ROWS` rows, whether the vector index exists and covers the table.
   Read straight from LanceDB, without opening the store for writing (which would build
@@ -32,6 +34,8 @@ from chronomem.config import Settings
 from chronomem.install import SERVER_NAME, Target, all_targets, project_root
 
 OK, WARN, FAIL = "ok", "warn", "fail"
+#: How an embedder names its int8 copy (`FastEmbedder.name`): the model's name with this suffix.
+INT8_SUFFIX = "#int8"
 #: Longest a doctor run waits for the embedding model to load.
 MODEL_CHECK_SECONDS = 60.0
 _MODEL_FILES = ("model.onnx", "tokenizer.json", "config.json")
@@ -86,8 +90,14 @@ def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS, e
         missing = [f for f in _MODEL_FILES if not (path / f).is_file()]
         if missing:
             return Check("model", FAIL, f"{path} lacks {', '.join(missing)}", set_fix)
-    where = f"from {path}" if path is not None else "from fastembed's cache (CHRONOMEM_MODEL_PATH is not set)"
     embedder = embedder if embedder is not None else configured_embedder(settings, wait_seconds)
+    shipped = path is None and getattr(embedder, "source", None) == "shipped"
+    if path is not None:
+        where = f"from {path}"
+    elif shipped:
+        where = "from the package (the shipped model)"
+    else:
+        where = "from fastembed's cache (CHRONOMEM_MODEL_PATH is not set)"
     started = time.monotonic()
     try:
         vector = embedder.embed(["chronomem doctor checks that the model embeds a sentence."])[0]
@@ -95,7 +105,7 @@ def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS, e
         return Check("model", FAIL, f"{settings.model_name} does not load {where}: {exc}", set_fix)
     seconds = time.monotonic() - started
     detail = f"{settings.model_name} loads {where} and embeds ({len(vector)}-d, {embedder.precision}, {seconds:.1f} s)"
-    if path is None:
+    if path is None and not shipped:
         return Check("model", WARN, detail, set_fix + " so no download is ever needed")
     asked = os.environ.get("CHRONOMEM_EMBED_PRECISION", "").strip().lower()
     if asked and asked not in EMBED_PRECISIONS:
@@ -107,7 +117,7 @@ def check_model(settings: Settings, wait_seconds: float = MODEL_CHECK_SECONDS, e
         return Check(
             "model", WARN, f"{detail}: its int8 copy could not be made (the server's log at WARNING says why)",
             "let chronomem write to its cache folder (CHRONOMEM_CACHE_DIR) and install onnx, "
-            "or set CHRONOMEM_EMBED_PRECISION=float32",
+            "or unset CHRONOMEM_EMBED_PRECISION (float32, the default)",
         )
     return Check("model", OK, detail)
 
@@ -133,6 +143,21 @@ def check_store_model(
             f"the store's vectors are {dim}-d, from {model}; the configured model {configured} makes "
             f"{embedder.dim}-d vectors, so the store does not open with it", fix,
         )
+    if model != configured and _precisions_of_one_model(model, configured):
+        # the int8 copy and float32 of one model: their vectors agree to a cosine of ~0.99, so the store opens and
+        # recall works across them, a little worse than with one precision (eval/results/embed_precision.md)
+        if model.endswith(INT8_SUFFIX):
+            keep = "set CHRONOMEM_EMBED_PRECISION=int8 to keep embedding with the int8 copy"
+            what = "the int8 copy (the default before float32)"
+        else:
+            keep = "unset CHRONOMEM_EMBED_PRECISION (float32 is the default) to keep embedding in float32"
+            what = "float32"
+        return Check(
+            "store model", WARN,
+            f"the store's vectors are from {model}, {what}; the configured model is {configured}: recall still "
+            "works (the two precisions' vectors agree to a cosine of ~0.99) but compares vectors of two precisions",
+            f"run `chronomem reembed --store {store_path}` to make every vector with {configured}, or {keep}",
+        )
     if model != configured:
         return Check(
             "store model", WARN,
@@ -148,6 +173,11 @@ def check_store_model(
             f"{configured} ({named})", f"run `chronomem reembed --store {store_path}` to make them again",
         )
     return Check("store model", OK, f"the store's vectors are from {configured} ({dim}-d), the configured model")
+
+
+def _precisions_of_one_model(a: str, b: str) -> bool:
+    """Are `a` and `b` one model's names at two precisions (`name` and `name#int8`)?"""
+    return a != b and a.removesuffix(INT8_SUFFIX) == b.removesuffix(INT8_SUFFIX)
 
 
 # ---------------------------------------------------------------------------- indexes

@@ -33,9 +33,11 @@ MAX_BRIEF_TOKENS = 100_000
 #: server at 1M rows); larger ones are searched by LanceDB (~5x slower there at 1M). CHRONOMEM_READ_INDEX_ROWS
 #: lowers it on small machines; 0 turns the index off.
 DEFAULT_READ_INDEX_ROWS = 2_000_000
-#: How the embedding model runs: its int8 copy (chronomem/embed/quantize.py) or as shipped.
+#: How the embedding model computes: float32 (the shipped model, its weights stored as float16:
+#: chronomem/embed/packaged.py), or its opt-in int8 copy (chronomem/embed/quantize.py: ~2x faster, retrieves a
+#: little worse; eval/results/embed_precision.md).
 EMBED_PRECISIONS = ("int8", "float32")
-DEFAULT_EMBED_PRECISION = "int8"
+DEFAULT_EMBED_PRECISION = "float32"
 
 
 def default_store_path() -> Path:
@@ -62,7 +64,7 @@ class Settings:
     brief_tokens: int = DEFAULT_BRIEF_TOKENS
     #: Largest table the in-memory read index holds (CHRONOMEM_READ_INDEX_ROWS); 0: always search LanceDB.
     read_index_rows: int = DEFAULT_READ_INDEX_ROWS
-    #: int8 (default: the model's int8 copy, ~2x faster) or float32 (CHRONOMEM_EMBED_PRECISION).
+    #: float32 (default) or int8 (the model's int8 copy, ~2x faster, a little worse): CHRONOMEM_EMBED_PRECISION.
     embed_precision: str = DEFAULT_EMBED_PRECISION
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -25,8 +25,8 @@ from chronomem.service import MemoryService
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "eval" / "results"
-#: The float32 ONNX export of all-MiniLM-L6-v2 in ../shared (the source of the shipped int8 model; used by
-#: eval/embed_precision.py to measure it). The benchmarks themselves embed with the shipped model.
+#: The float32 ONNX export of all-MiniLM-L6-v2 in ../shared (the source of the shipped model, whose weights are
+#: stored as float16; eval/embed_precision.py measures it against this). The benchmarks embed with the shipped model.
 SHARED_MODEL = next(
     (
         base / "models" / "all-MiniLM-L6-v2-onnx"

@@ -44,7 +44,7 @@ def shared_dir(*parts: str) -> Path:
 
 def model_dir() -> Path:
     """The model the tests embed with: the one shipped in the package, what a user gets with nothing set."""
-    from chronomem.embed.quantize import packaged_model_dir
+    from chronomem.embed.packaged import packaged_model_dir
 
     return packaged_model_dir()
 
@@ -69,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Remove this run's cache folder (~60 MB: the int8 copy)."""
+    """Remove this run's cache folder (~60 MB: an int8 copy)."""
     import shutil
 
     for folder in _RUN_CACHE:

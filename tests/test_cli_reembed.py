@@ -1,7 +1,7 @@
-"""`chronomem reembed` from a real shell, between real models: the shipped int8 all-MiniLM-L6-v2, the float32
-export in ../shared/models, and a 256-d model (the shipped one with its output cut to 256 dimensions, a real
-ONNX model of another dimension). Only the vectors change; a SIGKILLed run finishes on the next; `doctor`
-and the store's refusal name the command."""
+"""`chronomem reembed` from a real shell, between real models: the shipped all-MiniLM-L6-v2 (float32 compute, the
+default), its int8 copy (CHRONOMEM_EMBED_PRECISION=int8, the default before), and a 256-d model (the shipped one
+with its output cut to 256 dimensions, a real ONNX model of another dimension). Only the vectors change; a
+SIGKILLed run finishes on the next; `doctor` and the store's refusal name the command."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from chronomem.storage.backup import list_backups
 from chronomem.storage.portable import append_records, export_lines
 from chronomem.storage.reembed import staging_dir
 from chronomem.storage.schema import stored_model
-from tests.conftest import REPO, fp32_model_dir, model_dir
+from tests.conftest import REPO, Clock, model_dir
 
 INT8 = "sentence-transformers/all-MiniLM-L6-v2#int8"
 FP32 = "sentence-transformers/all-MiniLM-L6-v2"
@@ -46,8 +46,8 @@ def _env(extra: dict[str, str] | None) -> dict[str, str]:
     return {**env, **(extra or {})}
 
 
-def fp32_env() -> dict[str, str]:
-    return {"CHRONOMEM_MODEL_PATH": str(fp32_model_dir()), "CHRONOMEM_EMBED_PRECISION": "float32"}
+def int8_env() -> dict[str, str]:
+    return {"CHRONOMEM_EMBED_PRECISION": "int8"}
 
 
 def one_error_line(out: subprocess.CompletedProcess) -> str:
@@ -87,15 +87,26 @@ def assert_vectors_from(path: Path, dim: int, model: str, embedder: FastEmbedder
 
 
 @pytest.fixture(scope="module")
-def fp32_embedder() -> FastEmbedder:
-    emb = FastEmbedder(model_path=fp32_model_dir(), precision="float32")
+def int8_embedder() -> FastEmbedder:
+    """The shipped model's int8 copy: what stores written before float32 became the default were embedded with."""
+    emb = FastEmbedder(precision="int8")
     emb.wait()
+    assert emb.name == INT8
     return emb
+
+
+@pytest.fixture
+def int8_svc(tmp_path: Path, int8_embedder: FastEmbedder, clock: Clock) -> MemoryService:
+    """A store written by the int8 copy, as the default wrote them before float32."""
+    from chronomem.config import Settings
+
+    settings = Settings(store_path=tmp_path / "store", project="proj", embed_precision="int8")
+    return MemoryService(settings, embedder=int8_embedder, clock=clock)
 
 
 @pytest.fixture(scope="module")
 def model_256(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shipped int8 model with a Slice on its output: a real ONNX model whose vectors are 256-d."""
+    """The shipped model with a Slice on its output: a real ONNX model whose vectors are 256-d."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -115,7 +126,7 @@ def model_256(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for item in source.iterdir():
         if item.name not in ("model.onnx", "chronomem-model.json"):
             shutil.copy(item, folder / item.name)
-    (folder / "chronomem-model.json").write_text(json.dumps({"model": FP32, "dim": 256, "precision": "int8"}))
+    (folder / "chronomem-model.json").write_text(json.dumps({"model": FP32, "dim": 256, "precision": "float16-weights"}))
     return folder
 
 
@@ -133,53 +144,59 @@ def test_bad_input_is_one_error_line(tmp_path: Path, svc: MemoryService) -> None
     assert "unknown embedding model 'no-such/model'" in unknown
     folder = one_error_line(chronomem("reembed", "--store", store, "--model-path", str(tmp_path / "nope"), "--yes"))
     assert "is not a directory" in folder
-    asked = chronomem("reembed", "--store", store, *("--model-path", str(fp32_model_dir()), "--precision", "float32"))
+    asked = chronomem("reembed", "--store", store, "--precision", "int8")
     assert "there is no terminal to confirm on, so pass --yes" in one_error_line(asked)
-    assert stored_model(MemoryStore.open(store, 384, INT8).table.schema) == (INT8, 384)  # nothing changed
+    assert stored_model(MemoryStore.open(store, 384, FP32).table.schema) == (FP32, 384)  # nothing changed
 
 
 # ---------------------------------------------------------------------------- moves
 
 
 @pytest.mark.slow
-def test_a_move_between_precisions_changes_only_the_vectors(svc: MemoryService, fp32_embedder: FastEmbedder,
+def test_a_move_between_precisions_changes_only_the_vectors(int8_svc: MemoryService, int8_embedder: FastEmbedder,
                                                              embedder: FastEmbedder) -> None:
-    fill(svc)
-    path = svc.settings.store_path
+    fill(int8_svc)
+    path = int8_svc.settings.store_path
     before = memories(path, 384, INT8)
 
-    # the float32 model configured, the store still int8: doctor says so, naming the command
-    stale = json.loads(chronomem("doctor", "--json", "--store", str(path), env=fp32_env()).stdout)
+    # float32 (the default) configured, the store still the int8 copy's: it opens, and doctor names both fixes
+    found = json.loads(chronomem("recall", "which port does checkout use", "--json", "--store", str(path),
+                                 "--project", "proj").stdout)
+    assert found["results"] and "9090" in found["results"][0]["text"]
+    stale = json.loads(chronomem("doctor", "--json", "--store", str(path)).stdout)
     check = next(c for c in stale["checks"] if c["name"] == "store model")
     assert check["status"] == "warn" and INT8 in check["detail"] and "chronomem reembed" in check["fix"]
+    assert "CHRONOMEM_EMBED_PRECISION=int8" in check["fix"]
+    kept = json.loads(chronomem("doctor", "--json", "--store", str(path), env=int8_env()).stdout)
+    assert next(c for c in kept["checks"] if c["name"] == "store model")["status"] == "ok"
 
-    moved = chronomem("reembed", "--store", str(path), "--yes", "--json", env=fp32_env())
+    moved = chronomem("reembed", "--store", str(path), "--yes", "--json")
     assert moved.returncode == 0, moved.stderr
     report = json.loads(moved.stdout)
     assert (report["from_model"], report["model"], report["rows"], report["embedded"]) == (INT8, FP32, len(before), len(before))
     assert "re-embedding" not in moved.stderr  # no progress bar off a terminal
     assert memories(path, 384, FP32) == before
-    assert_vectors_from(path, 384, FP32, fp32_embedder)
+    assert_vectors_from(path, 384, FP32, embedder)
     assert not staging_dir(path).exists() and len(list_backups(path)) == 2
 
     found = json.loads(chronomem("recall", "which port does checkout use", "--json", "--store", str(path),
-                                 "--project", "proj", env=fp32_env()).stdout)
+                                 "--project", "proj").stdout)
     assert found["results"] and "9090" in found["results"][0]["text"]
-    ok = json.loads(chronomem("doctor", "--json", "--store", str(path), env=fp32_env()).stdout)
+    ok = json.loads(chronomem("doctor", "--json", "--store", str(path)).stdout)
     assert next(c for c in ok["checks"] if c["name"] == "store model")["status"] == "ok"
 
-    # and back, naming the model by flags rather than settings: the int8 vectors are the shipped model's again
-    back = chronomem("reembed", "--store", str(path), "--yes", "--model-path", str(model_dir()), env=fp32_env())
-    assert back.returncode == 0 and "moved" in back.stdout and "CHRONOMEM_MODEL_PATH=" in back.stderr, back.stderr
+    # and back, naming the precision by flag rather than setting: the int8 vectors are the int8 copy's again
+    back = chronomem("reembed", "--store", str(path), "--yes", "--precision", "int8")
+    assert back.returncode == 0 and "moved" in back.stdout and "CHRONOMEM_EMBED_PRECISION=int8" in back.stderr, back.stderr
     assert memories(path, 384, INT8) == before
-    assert_vectors_from(path, 384, INT8, embedder)
+    assert_vectors_from(path, 384, INT8, int8_embedder)
 
 
 @pytest.mark.slow
 def test_a_move_to_another_dimension_and_back(svc: MemoryService, model_256: Path, embedder: FastEmbedder) -> None:
     fill(svc)
     path, other = svc.settings.store_path, {"CHRONOMEM_MODEL_PATH": str(model_256)}
-    before = memories(path, 384, INT8)
+    before = memories(path, 384, FP32)
 
     refused = one_error_line(chronomem("recall", "checkout port", "--store", str(path), "--project", "proj", env=other))
     assert "holds 384-d vectors" in refused and "makes 256-d vectors" in refused and "chronomem reembed" in refused
@@ -188,9 +205,9 @@ def test_a_move_to_another_dimension_and_back(svc: MemoryService, model_256: Pat
     assert "fix: run `chronomem reembed" in doctor.stdout
 
     moved = chronomem("reembed", "--store", str(path), "--yes", env=other)
-    assert moved.returncode == 0 and "(384-d) to sentence-transformers/all-MiniLM-L6-v2#int8 (256-d)" in moved.stdout, moved.stderr
-    assert memories(path, 256, INT8) == before
-    assert_vectors_from(path, 256, INT8, FastEmbedder(model_path=model_256))
+    assert moved.returncode == 0 and "(384-d) to sentence-transformers/all-MiniLM-L6-v2 (256-d)" in moved.stdout, moved.stderr
+    assert memories(path, 256, FP32) == before
+    assert_vectors_from(path, 256, FP32, FastEmbedder(model_path=model_256))
     found = json.loads(chronomem("recall", "which port does checkout use", "--json", "--store", str(path),
                                  "--project", "proj", env=other).stdout)
     assert found["results"] and "9090" in found["results"][0]["text"]
@@ -199,8 +216,8 @@ def test_a_move_to_another_dimension_and_back(svc: MemoryService, model_256: Pat
 
     back = chronomem("reembed", "--store", str(path), "--yes")
     assert back.returncode == 0, back.stderr
-    assert memories(path, 384, INT8) == before
-    assert_vectors_from(path, 384, INT8, embedder)
+    assert memories(path, 384, FP32) == before
+    assert_vectors_from(path, 384, FP32, embedder)
     assert chronomem("recall", "checkout port", "--store", str(path), "--project", "proj").returncode == 0
 
 
@@ -209,7 +226,7 @@ def test_a_move_to_another_dimension_and_back(svc: MemoryService, model_256: Pat
 
 @pytest.mark.slow
 def test_a_killed_reembed_finishes_on_the_next_run(tmp_path: Path, embedder: FastEmbedder,
-                                                   fp32_embedder: FastEmbedder) -> None:
+                                                   int8_embedder: FastEmbedder) -> None:
     """SIGKILL once the first staged part is on disk: the table is untouched, and the rerun embeds only the rest."""
     path = tmp_path / "store"
     store = MemoryStore.open(path, 384, INT8)
@@ -218,11 +235,11 @@ def test_a_killed_reembed_finishes_on_the_next_run(tmp_path: Path, embedder: Fas
                      valid_at=store_time(i), created_at=store_time(i), source="import", tags=[f"t{i % 5}"])
         for i in range(700)
     ]
-    append_records(store, records, embedder.embed_many, embed_model=INT8)
+    append_records(store, records, int8_embedder.embed_many, embed_model=INT8)
     before = memories(path, 384, INT8)
 
     run = subprocess.Popen([sys.executable, "-m", "chronomem", "reembed", "--store", str(path), "--yes"],
-                           env=_env(fp32_env()), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           env=_env(None), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         while run.poll() is None and not list(staging_dir(path).glob("part-*.parquet")):
             time.sleep(0.01)
@@ -234,13 +251,13 @@ def test_a_killed_reembed_finishes_on_the_next_run(tmp_path: Path, embedder: Fas
     staged = len(list(staging_dir(path).glob("part-*.parquet")))
     assert staged >= 1
 
-    again = chronomem("reembed", "--store", str(path), "--yes", "--json", env=fp32_env())
+    again = chronomem("reembed", "--store", str(path), "--yes", "--json")
     assert again.returncode == 0, again.stderr
     report = json.loads(again.stdout)
     assert report["rows"] == len(records) and 0 < report["resumed"] < len(records)
     assert report["resumed"] + report["embedded"] == len(records)
     assert memories(path, 384, FP32) == before
-    assert_vectors_from(path, 384, FP32, fp32_embedder)
+    assert_vectors_from(path, 384, FP32, embedder)
     assert not staging_dir(path).exists()
 
 

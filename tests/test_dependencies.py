@@ -1,6 +1,6 @@
 """pyproject.toml's dependencies are exactly what chronomem/ imports: every third-party import is declared (runtime
-dependencies, or the `llm` extra for the LLM extractor), and every declared runtime dependency is imported —
-except `onnx`, which onnxruntime's quantiser needs without declaring it and which chronomem never names."""
+dependencies, or the `llm` extra for the LLM extractor), and every declared runtime dependency is imported (`onnx`
+too: embed/packaged.py reads and writes the shipped model's graph with it)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Needed at run time but never imported by name (see its comment in pyproject.toml).
-NEEDED_UNNAMED = {"onnx"}
+#: Needed at run time but never imported by name (see pyproject.toml's comments); none today.
+NEEDED_UNNAMED: set[str] = set()
 #: Imported only by code that runs when an optional extra is installed.
 EXTRAS = {"litellm": "llm"}
 

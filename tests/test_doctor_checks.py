@@ -105,20 +105,24 @@ def test_claude_local_scope_and_rejected_project_server(repo: Path, home: Path) 
 
 def test_model_loads_and_embeds(tmp_path: Path) -> None:
     result = check_model(Settings(store_path=tmp_path / "s", model_path=model_dir()))
-    assert result.status == OK and "384-d, int8" in result.detail
+    assert result.status == OK and "384-d, float32" in result.detail
+    shipped = check_model(Settings(store_path=tmp_path / "s"))  # nothing set: the model in the package, no download
+    assert shipped.status == OK and "from the package" in shipped.detail and "384-d, float32" in shipped.detail
+    int8 = check_model(Settings(store_path=tmp_path / "s", embed_precision="int8"))
+    assert int8.status == OK and "384-d, int8" in int8.detail
 
 
 def test_model_check_names_an_unknown_precision_and_a_failed_int8_copy(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONOMEM_EMBED_PRECISION", "fp4")
     unknown = check_model(Settings.from_env(store=tmp_path / "s", environ={"CHRONOMEM_MODEL_PATH": str(model_dir())}))
-    assert unknown.status == WARN and "'fp4' is unknown, so int8 runs" in unknown.detail
+    assert unknown.status == WARN and "'fp4' is unknown, so float32 runs" in unknown.detail
     monkeypatch.delenv("CHRONOMEM_EMBED_PRECISION")
     (tmp_path / "cache").write_text("not a folder")
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path / "cache"))
-    fallback = check_model(Settings(store_path=tmp_path / "s", model_path=fp32_model_dir()))
+    fallback = check_model(Settings(store_path=tmp_path / "s", model_path=fp32_model_dir(), embed_precision="int8"))
     assert fallback.status == WARN and "float32" in fallback.detail and "int8 copy could not be made" in fallback.detail
-    assert fallback.fix and "CHRONOMEM_EMBED_PRECISION=float32" in fallback.fix
+    assert fallback.fix and "unset CHRONOMEM_EMBED_PRECISION" in fallback.fix
 
 
 def test_model_problems_name_the_setting(tmp_path: Path) -> None:
@@ -136,6 +140,43 @@ def test_model_problems_name_the_setting(tmp_path: Path) -> None:
         (broken / name).write_text("not a model")
     failed = check_model(Settings(store_path=tmp_path / "s", model_path=broken))
     assert failed.status == FAIL and "does not load" in failed.detail
+
+
+# ---------------------------------------------------------------------------- the store's model
+
+INT8 = "sentence-transformers/all-MiniLM-L6-v2#int8"
+
+
+def test_a_store_of_the_int8_copy_opens_with_float32_and_doctor_names_both_fixes(tmp_path: Path, clock,
+                                                                                  embedder) -> None:
+    """A store written by the int8 copy (the default before float32) under the float32 default: it opens, recall
+    finds its memories, and the store-model check warns, naming `chronomem reembed` and CHRONOMEM_EMBED_PRECISION=int8."""
+    from chronomem import tools
+    from chronomem.checks import check_store_model
+    from chronomem.embed import FastEmbedder
+    from chronomem.storage.doctor import check
+    from chronomem.storage.schema import stored_model
+
+    path = tmp_path / "store"
+    int8 = FastEmbedder(precision="int8")
+    old = MemoryService(Settings(store_path=path, project="proj", embed_precision="int8"), embedder=int8, clock=clock)
+    tools.remember(old, "The checkout API listens on port 8080.")
+    tools.remember(old, "We deploy with helm every Friday afternoon.")
+    assert int8.name == INT8 and stored_model(old.store.table.schema) == (INT8, 384)
+
+    now = MemoryService(Settings(store_path=path, project="proj"), embedder=embedder, clock=clock)
+    found = tools.recall(now, "which port does checkout use")
+    assert found.results and "8080" in found.results[0].text
+    report = check(path)
+    result = check_store_model(path, (report.model, report.dim), report.row_models, embedder)
+    assert result.status == WARN and INT8 in result.detail and "recall still works" in result.detail
+    assert result.fix and f"chronomem reembed --store {path}" in result.fix
+    assert "CHRONOMEM_EMBED_PRECISION=int8" in result.fix
+
+    reverse = check_store_model(path, (embedder.name, 384), {embedder.name: 2}, int8)
+    assert reverse.status == WARN and reverse.fix and "unset CHRONOMEM_EMBED_PRECISION" in reverse.fix
+    same = check_store_model(path, (INT8, 384), {INT8: 2}, int8)
+    assert same.status == OK
 
 
 # ---------------------------------------------------------------------------- index

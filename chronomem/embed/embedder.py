@@ -22,7 +22,8 @@ from chronomem.config import (
     DEFAULT_MODEL_DIM,
     EMBED_PRECISIONS,
 )
-from chronomem.embed.quantize import FLOAT32, INT8, folder_precision, int8_copy, packaged_model_dir
+from chronomem.embed.packaged import packaged_model_dir
+from chronomem.embed.quantize import FLOAT32, INT8, folder_precision, int8_copy
 from chronomem.errors import ModelUnavailable
 
 log = logging.getLogger(__name__)
@@ -61,14 +62,16 @@ class Embedder(Protocol):
 class FastEmbedder:
     """fastembed's ONNX TextEmbedding, from a local folder or fastembed's own download.
 
-    With nothing set it loads the int8 all-MiniLM-L6-v2 shipped in the package (`embed/quantize.py`,
-    made by scripts/build_model.py): offline, nothing written anywhere. A folder from
-    CHRONOMEM_MODEL_PATH runs as it is when its manifest says int8; a float32 export with
-    `precision="int8"` (the default) runs as its int8 copy, made on first use in the cache folder; an
-    int8 model embeds one text at a time (so a text's vector never depends on its batch). Another
-    fastembed model name (or float32 without a folder) is fastembed's download: found in its cache,
-    else fetched once when the hub answers, else one clear error. When the int8 copy cannot be
-    made the float32 model runs, in batches, and `precision` says so once loaded.
+    With nothing set it loads the all-MiniLM-L6-v2 shipped in the package (`embed/packaged.py`, made by
+    scripts/build_model.py: weights stored as float16, computed in float32) as it is: offline, nothing
+    written anywhere, vectors those of the float32 export (cosine >= 0.99999), so it is named as that model.
+    A folder from CHRONOMEM_MODEL_PATH runs as it is, unless `precision="int8"` (opt-in:
+    CHRONOMEM_EMBED_PRECISION=int8) asks for its int8 copy, made on first use in the cache folder from its
+    float32 weights (`embed/quantize.py`; the shipped folder's too); a folder whose manifest says int8 runs as
+    it is. An int8 model embeds one text at a time (so a text's vector never depends on its batch). Another
+    fastembed model name is fastembed's download: found in its cache, else fetched once when the hub answers,
+    else one clear error. When the int8 copy cannot be made the float32 model runs, in batches, and
+    `precision` says so once loaded.
     """
 
     def __init__(
@@ -134,15 +137,11 @@ class FastEmbedder:
 
     def source_folder(self) -> Path | None:
         """The folder the model loads from: CHRONOMEM_MODEL_PATH, else the shipped model for the default
-        name at int8, else None (a fastembed download by name)."""
+        name, else None (a fastembed download by name)."""
         if self.model_path is not None:
             return self.model_path
         shipped = packaged_model_dir()
-        if (
-            self.model_name == DEFAULT_MODEL
-            and self.requested_precision == INT8
-            and all((shipped / f).is_file() for f in _REQUIRED_FILES)
-        ):
+        if self.model_name == DEFAULT_MODEL and all((shipped / f).is_file() for f in _REQUIRED_FILES):
             return shipped
         return None
 
@@ -193,8 +192,8 @@ class FastEmbedder:
         return model
 
     def _model_folder(self, folder: Path) -> Path:
-        """The folder fastembed loads: `folder` itself when it is int8 already (the shipped model) or float32 is
-        asked for, else its int8 copy when that can be made."""
+        """The folder fastembed loads: `folder` itself when it is int8 already or float32 is asked for (the shipped
+        model by default), else its int8 copy when that can be made."""
         if folder_precision(folder) == INT8:
             self.precision = INT8
             return folder
@@ -281,7 +280,7 @@ def known_models() -> dict[str, int]:
 def model_dim(model_name: str, model_path: Path | None = None) -> int | None:
     """The dimension of the model's vectors, known without loading it: its folder's manifest
     (chronomem-model.json), the default model's, else fastembed's list; None when nothing says (an unknown name)."""
-    from chronomem.embed.quantize import manifest
+    from chronomem.embed.packaged import manifest
 
     if model_path is not None:
         stated = manifest(model_path).get("dim")

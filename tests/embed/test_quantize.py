@@ -1,4 +1,5 @@
-"""The int8 copy of the embedding model: made once, kept, close to float32, and never in the way."""
+"""The opt-in int8 copy of the embedding model (CHRONOMEM_EMBED_PRECISION=int8): made once, kept, close to float32,
+and never in the way."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ def test_quantising_keeps_its_advice_off_the_log(tmp_path: Path, caplog: pytest.
 
 def test_int8_vectors_stay_close_to_float32_and_rank_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path))
-    fast = FastEmbedder(model_path=model_dir())
-    exact = FastEmbedder(model_path=model_dir(), precision="float32")
+    fast = FastEmbedder(model_path=model_dir(), precision="int8")
+    exact = FastEmbedder(model_path=model_dir())  # float32, the default
     a, b = np.array(fast.embed(SENTENCES)), np.array(exact.embed(SENTENCES))
     assert fast.precision == "int8" and fast.name.endswith("#int8")
     assert exact.precision == "float32" and exact.name == exact.model_name
@@ -56,7 +57,7 @@ def test_int8_vectors_stay_close_to_float32_and_rank_alike(tmp_path: Path, monke
 
 def test_an_int8_vector_depends_on_its_text_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path))
-    embedder = FastEmbedder(model_path=model_dir())
+    embedder = FastEmbedder(model_path=model_dir(), precision="int8")
     long_one = "A much longer statement about the deployment pipeline, " * 8
     together = np.array(embedder.embed([SENTENCES[0], long_one, *SENTENCES[1:]]))
     alone = np.array([embedder.embed([text])[0] for text in SENTENCES])
@@ -68,7 +69,7 @@ def test_a_cache_that_cannot_be_written_falls_back_to_float32(tmp_path: Path, mo
     blocker = tmp_path / "cache"
     blocker.write_text("a file where the cache folder should be")
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(blocker))
-    embedder = FastEmbedder(model_path=model_dir())
+    embedder = FastEmbedder(model_path=model_dir(), precision="int8")
     with caplog.at_level(logging.WARNING, logger="chronomem"):
         vector = embedder.embed(["still embeds"])[0]
     assert len(vector) == 384
@@ -77,43 +78,27 @@ def test_a_cache_that_cannot_be_written_falls_back_to_float32(tmp_path: Path, mo
 
 
 def test_precision_setting() -> None:
-    assert Settings.from_env(store="/s", environ={}).embed_precision == "int8"
-    assert Settings.from_env(store="/s", environ={"CHRONOMEM_EMBED_PRECISION": " Float32 "}).embed_precision == "float32"
-    assert Settings.from_env(store="/s", environ={"CHRONOMEM_EMBED_PRECISION": "fp4"}).embed_precision == "int8"
+    assert Settings.from_env(store="/s", environ={}).embed_precision == "float32"
+    assert Settings.from_env(store="/s", environ={"CHRONOMEM_EMBED_PRECISION": " INT8 "}).embed_precision == "int8"
+    assert Settings.from_env(store="/s", environ={"CHRONOMEM_EMBED_PRECISION": "fp4"}).embed_precision == "float32"
     with pytest.raises(ValueError, match="not one of int8, float32"):
         FastEmbedder(model_path=model_dir(), precision="fp16")
 
 
-def test_the_shipped_model_loads_with_nothing_set_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default embedder is the int8 model inside the package: no CHRONOMEM_MODEL_PATH, no cache, no hub."""
-    from chronomem.embed.quantize import manifest, packaged_model_dir
+def test_the_int8_copy_of_the_shipped_model_is_quantised_from_its_float32_weights(tmp_path: Path) -> None:
+    """CHRONOMEM_EMBED_PRECISION=int8 on the shipped model (float16-stored weights): the copy's MatMuls are int8,
+    made from the weights cast back to float32, and it keeps no float16 initializer nor the shipped manifest."""
+    import onnx
+    from onnx import TensorProto
 
-    for name in ("CHRONOMEM_MODEL_PATH", "CHRONOMEM_MODEL", "CHRONOMEM_EMBED_PRECISION", "HF_HUB_OFFLINE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    settings = Settings.from_env(store=tmp_path / "store")
-    embedder = FastEmbedder(settings.model_name, settings.model_path, precision=settings.embed_precision)
-    assert len(embedder.embed(["shipped with the package"])[0]) == 384
-    assert embedder.source == "shipped" and embedder.precision == "int8"
-    assert embedder.name == "sentence-transformers/all-MiniLM-L6-v2#int8"  # stores written with the old int8 copy match
-    assert manifest(packaged_model_dir())["precision"] == "int8"
-    assert not (tmp_path / "cache").exists() and not (tmp_path / "home").exists()
+    from chronomem.embed.packaged import MANIFEST, packaged_model_dir
 
-
-def test_the_shipped_model_is_the_int8_copy_of_the_float32_export(tmp_path: Path) -> None:
-    """scripts/build_model.py's output is byte for byte the int8 copy of ../shared's float32 model."""
-    import hashlib
-
-    from chronomem.embed.quantize import manifest, packaged_model_dir
-
-    source = model_dir()
-    recorded = manifest(packaged_model_dir())
-    if hashlib.sha256((source / "model.onnx").read_bytes()).hexdigest() != recorded["source_model_sha256"]:
-        pytest.skip(f"{source} is not the model the shipped one was made from")
-    copy = int8_copy(source, tmp_path)
-    assert hashlib.sha256((copy / "model.onnx").read_bytes()).hexdigest() == recorded["model_sha256"]
-    assert hashlib.sha256((packaged_model_dir() / "model.onnx").read_bytes()).hexdigest() == recorded["model_sha256"]
+    folder = int8_copy(packaged_model_dir(), tmp_path)
+    graph = onnx.load(str(folder / "model.onnx")).graph
+    ops = {node.op_type for node in graph.node}
+    assert "MatMulInteger" in ops and "DynamicQuantizeLinear" in ops
+    assert not [i.name for i in graph.initializer if i.data_type == TensorProto.FLOAT16]
+    assert not (folder / MANIFEST).exists() and (folder / "tokenizer.json").is_file()
 
 
 def test_a_named_model_the_hub_cannot_serve_is_one_line_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,7 +40,7 @@ def server_env(**overrides: str) -> dict[str, str]:
     (editable) package points at another checkout."""
     env = {"CHRONOMEM_LOG_LEVEL": "WARNING"}  # nothing else: the shipped model, as a user gets it
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    if os.environ.get("CHRONOMEM_CACHE_DIR"):  # this run's int8 model copy (tests/conftest.py)
+    if os.environ.get("CHRONOMEM_CACHE_DIR"):  # this run's cache folder, for any int8 copy (tests/conftest.py)
         env["CHRONOMEM_CACHE_DIR"] = os.environ["CHRONOMEM_CACHE_DIR"]
     env.update(overrides)
     return env

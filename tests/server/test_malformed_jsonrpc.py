@@ -189,4 +189,4 @@ def test_clear_answers_a_lone_surrogate_unknown_arguments_and_one_start_line(sto
     lines = server.stderr.decode().strip().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith("chronomem ") and "over stdio at stdin/stdout" in lines[0]
-    assert f"store {store}" in lines[0] and "model sentence-transformers/all-MiniLM-L6-v2#int8 (shipped)" in lines[0]
+    assert f"store {store}" in lines[0] and "model sentence-transformers/all-MiniLM-L6-v2 (shipped)" in lines[0]
