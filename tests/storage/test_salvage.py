@@ -1,0 +1,83 @@
+"""Orphan salvage (issue 27, nothing lost silently): a deleted manifest leaves the data files of the writes it
+committed on disk; `doctor --repair` reads them back (storage/salvage.py), never a row purged on purpose, and
+names by id what still does not read. Real stores in temp dirs, damaged on disk."""
+
+from __future__ import annotations
+
+from chronomem.service import MemoryService
+from chronomem.storage import salvage
+from chronomem.storage.doctor import check, repair
+from chronomem.tools import forget, remember
+from tests.storage.test_doctor import cli
+from tests.storage.test_integrity import N, fill, manifests_newest_first, reopen
+
+
+def newest_data_file(store):
+    return max((store / "memories.lance" / "data").glob("*.lance"), key=lambda p: p.stat().st_mtime_ns)
+
+
+def test_deleted_newest_manifest_loses_nothing(svc: MemoryService) -> None:
+    ids = fill(svc)
+    store = svc.store.path
+    manifests_newest_first(store)[0].unlink()
+    assert not check(store).ok
+
+    fixed = repair(store)
+    assert fixed.ok and fixed.rows == N, fixed.text()
+    assert any(f"recovered 1 memory from" in a and ids[-1] in a for a in fixed.actions), fixed.text()
+    assert not any("could not be recovered" in a for a in fixed.actions), fixed.text()
+    assert reopen(svc).store.ids_exist(ids) == set(ids)
+    assert check(store).ok
+
+
+def test_deleted_middle_manifests_lose_nothing(svc: MemoryService) -> None:
+    ids = fill(svc)
+    store = svc.store.path
+    for manifest in manifests_newest_first(store)[:-1]:  # all but the oldest (the empty table)
+        manifest.unlink()
+    assert check(store).rows == 0
+
+    fixed = repair(store)
+    assert fixed.ok and fixed.rows == N, fixed.text()
+    assert any(f"recovered {N} memories from {N} data files" in a for a in fixed.actions), fixed.text()
+    kept = reopen(svc).store
+    assert kept.ids_exist(ids) == set(ids)
+    assert kept.get(ids[3]).content.startswith("Note 3:")
+
+
+def test_the_latest_state_of_a_salvaged_row_wins(svc: MemoryService) -> None:
+    ids = fill(svc, 4)
+    forget(svc, ids[1], "moved to S3")  # an update: the row's old state stays in an older data file
+    store = svc.store.path
+    for manifest in manifests_newest_first(store)[:-1]:
+        manifest.unlink()
+
+    fixed = repair(store)
+    assert fixed.ok, fixed.text()
+    kept = reopen(svc).store
+    assert kept.ids_exist(ids) == set(ids)
+    row = kept.get(ids[1])
+    assert row.expired_at is not None or row.invalid_at is not None
+
+
+def test_a_truncated_orphan_file_names_what_it_held(svc: MemoryService) -> None:
+    ids = fill(svc)
+    store = svc.store.path
+    for manifest in manifests_newest_first(store)[:-1]:
+        manifest.unlink()
+    damaged = newest_data_file(store)  # the last write's file
+    damaged.write_bytes(damaged.read_bytes()[:100])
+
+    fixed = repair(store)
+    assert fixed.ok and fixed.rows == N - 1, fixed.text()
+    assert any(f"the data file {damaged.name}" in a and "does not read" in a for a in fixed.actions), fixed.text()
+    assert any(f"1 acknowledged memory could not be recovered: {ids[-1]}" in a for a in fixed.actions), fixed.text()
+    assert reopen(svc).store.ids_exist(ids) == set(ids[:-1])
+
+
+def test_a_healthy_store_has_nothing_to_salvage(svc: MemoryService) -> None:
+    fill(svc, 3)
+    store = svc.store.path
+    table = svc.store._table
+    assert salvage.orphan_files(store, int(table.version)) == []
+    assert repair(store).ok and not repair(store).actions
