@@ -60,6 +60,33 @@ def test_the_latest_state_of_a_salvaged_row_wins(svc: MemoryService) -> None:
     assert row.expired_at is not None or row.invalid_at is not None
 
 
+def test_a_purged_project_never_comes_back(svc: MemoryService) -> None:
+    from dataclasses import replace
+
+    secret = MemoryService(replace(svc.settings, project="secret"), embedder=svc.embedder, clock=svc.clock)
+    gone = [remember(secret, f"Secret {i}: the vault code is {1000 + i}.").id for i in range(3)]
+    kept_ids = fill(svc, 3)
+    store = svc.store.path
+    stale = {p.name: p.read_bytes() for p in (store / "memories.lance" / "data").glob("*.lance")}
+    out = cli("purge", "--project", "secret", "--yes", "--store", str(store))
+    assert out.returncode == 0, out.stderr
+    assert set(gone) <= salvage.dropped_ids(store)
+    # the purge's clean-up deleted the old files; put them back as if it had failed, then lose the manifests
+    for name, data in stale.items():
+        (store / "memories.lance" / "data" / name).write_bytes(data)
+    later = fill(svc, 2, start=10)
+    for manifest in manifests_newest_first(store)[:-1]:
+        manifest.unlink()
+
+    fixed = repair(store)
+    assert fixed.ok, fixed.text()
+    assert any("purged or restored-away" in a for a in fixed.actions), fixed.text()
+    assert not any("could not be recovered" in a for a in fixed.actions), fixed.text()
+    after = reopen(svc).store
+    assert after.ids_exist(gone) == set()
+    assert after.ids_exist(kept_ids + later) == set(kept_ids + later)
+
+
 def test_a_truncated_orphan_file_names_what_it_held(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path
