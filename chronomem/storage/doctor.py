@@ -390,6 +390,8 @@ def repair(path: Path | str) -> Checkup:
         else:
             backup_dim = backup_rows.schema.field("vector").type.list_size
             if backup_dim == rows.schema.field("vector").type.list_size:
+                # not what a purge erased or a restore left out on purpose (a restore backs up what it replaces)
+                backup_rows, _ = salvage.without_dropped(backup_rows, path)
                 sources.append(backup_rows)
             else:  # taken before `chronomem reembed` moved the store: its vectors do not fit the table
                 actions.append(

@@ -9,8 +9,8 @@ Owns three things `doctor --repair` uses:
   never loads it), conformed to the table's schema; a file that does not read, or holds vectors of another
   size (written before a `chronomem reembed`), is named and skipped, never guessed at;
 - the drop record, `<store>/.dropped.json`: the ids a purge erased (written before it rewrites the table)
-  or a `restore --replace` left out. Orphan salvage never brings one of them back, even when a purge's
-  clean-up could not delete an old file.
+  or a `restore --replace` left out. Repair never brings one of them back — not from an orphan file (a
+  purge's clean-up that failed may leave one), nor from the backup a restore takes of what it replaces.
 
 Rows are immutable except `invalid_at` / `expired_at`, so an old file may hold an older state of a row
 (a compaction or an update copied it): `doctor.merge_latest` keeps the latest state of each id, the table's
@@ -84,6 +84,21 @@ def record_dropped(store: Path | str, ids: Iterable[str]) -> None:
         except (OSError, ValueError, TypeError, AttributeError):
             held = set()
         _write_dropped(store, held | new)
+
+
+def without_dropped(rows: Any, store: Path | str) -> tuple[Any, int]:
+    """`rows` less those whose id is on the drop record, and how many that left out."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        drop = dropped_ids(store)
+    except (OSError, ValueError, TypeError, AttributeError):  # an unreadable record: the backup as it was
+        return rows, 0
+    if not drop or rows is None or not rows.num_rows:
+        return rows, 0
+    kept = rows.filter(pc.invert(pc.is_in(rows.column("id"), value_set=pa.array(sorted(drop), type=pa.string()))))
+    return kept, rows.num_rows - kept.num_rows
 
 
 def readmit(store: Path | str, ids: Iterable[str]) -> None:
@@ -208,8 +223,9 @@ def read_orphans(store: Path | str, version: int | None, schema: Any) -> Orphans
         found.files.append(path.name)
         if drop and rows.num_rows:
             keep = pc.invert(pc.is_in(rows.column("id"), value_set=pa.array(sorted(drop), type=pa.string())))
-            found.dropped += rows.num_rows - int(pc.sum(keep.cast(pa.int64())).as_py() or 0)
-            rows = rows.filter(keep)
+            kept = rows.filter(keep)
+            found.dropped += rows.num_rows - kept.num_rows
+            rows = kept
         if rows.num_rows:
             parts.append(rows)
     if parts:

@@ -108,3 +108,23 @@ def test_a_healthy_store_has_nothing_to_salvage(svc: MemoryService) -> None:
     table = svc.store._table
     assert salvage.orphan_files(store, int(table.version)) == []
     assert repair(store).ok and not repair(store).actions
+
+
+def test_rows_a_restore_left_out_do_not_come_back(svc: MemoryService) -> None:
+    from chronomem.storage.backup import take_backup
+
+    ids = fill(svc, 3)
+    made = take_backup(svc.store)
+    extra = fill(svc, 2, start=10)
+    out = cli("restore", str(made.path), "--replace", "--store", str(svc.store.path))
+    assert out.returncode == 0, out.stderr
+    assert set(extra) <= salvage.dropped_ids(svc.store.path)
+    store = svc.store.path
+    later = fill(reopen(svc), 1, start=20)
+    manifests_newest_first(store)[0].unlink()  # the write after the restore: its file is an orphan
+
+    fixed = repair(store)
+    assert fixed.ok, fixed.text()
+    after = reopen(svc).store
+    assert after.ids_exist(ids + later) == set(ids + later)
+    assert after.ids_exist(extra) == set()
