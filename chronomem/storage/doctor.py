@@ -7,9 +7,10 @@ table with what was acknowledged (storage/ledger.py: a lost newest manifest open
 at an older version, silently, otherwise) and with the newest backup (storage/backup.py).
 `repair` salvages rather than rolls back, and never deletes: an unreadable newest manifest is
 moved to `<store>/quarantine/<time>/`, every row that still reads is kept (row by row around a
-damaged data file), merged with the newest backup (latest state of each row wins), written as a
-new version, and what could not be recovered is named by id. Failures that are the machine's
-(full disk, quota, read-only or forbidden store) are named as such and never called damage.
+damaged data file), merged with the newest backup and the rows of data files no surviving manifest
+references (storage/salvage.py; latest state of each row wins), written as a new version, and what
+could not be recovered is named by id. Failures that are the machine's (full disk, quota, read-only
+or forbidden store) are named as such and never called damage.
 """
 
 from __future__ import annotations
@@ -361,8 +362,10 @@ def repair(path: Path | str) -> Checkup:
     Unreadable newest manifests are moved to `quarantine/`; then every row of the newest version that
     opens is read on its own terms (`salvage_rows`), merged by id with the newest backup and with the rows of
     data files no surviving manifest references (storage/salvage.py; the latest state of each row wins), and
-    — when that differs from what the table reads — written as a new version (the old versions stay). What neither holds is reported by id: the ids the ledger acknowledged or the backup
-    held that are nowhere. The ledger is then rebased on the repaired table."""
+    — when that differs from what the table reads — written as a new version (the old versions stay). What
+    none holds is reported by id: the ids the ledger acknowledged or the backup held that are nowhere; ids a
+    purge erased or a restore left out (the drop record) are never brought back. The ledger is then rebased
+    on the repaired table."""
     from chronomem.storage import ledger as ledger_mod
     from chronomem.storage import salvage
     from chronomem.storage.backup import latest_backup, read_backup

@@ -249,7 +249,9 @@ def describe(found: Orphans, recovered: list[str], acknowledged: set[str]) -> li
     for name, why in sorted(found.skipped.items()):
         lines.append(f"the data file {name} (in no surviving manifest) does not read: {why}")
     if found.other_model:
-        lines.append(f"{len(found.other_model)} old data files hold vectors of another model (before a reembed): not read")
+        lines.append(
+            f"{len(found.other_model)} old data files hold vectors of another model (before a reembed): not read"
+        )
     if found.dropped:
         lines.append(f"{found.dropped} rows of purged or restored-away memories in old data files were left out")
     return lines
