@@ -376,6 +376,8 @@ def repair(path: Path | str) -> Checkup:
         return before
     actions: list[str] = []
     table = _open_quarantining(path, actions)
+    if table is None:  # every manifest gone: the table made again from its data files (storage/salvage.py)
+        table = salvage.rebuild(path, actions)
     if table is None:
         after = check(path)
         after.actions = actions

@@ -1,6 +1,6 @@
 """Orphan salvage: the rows of data files that are still on disk but that no surviving manifest references.
 
-Owns three things `doctor --repair` uses:
+Owns four things `doctor --repair` uses:
 
 - finding the orphan data files: every `memories.lance/data/*.lance` that the table version repair opened
   does not reference (a deleted newest manifest, or deleted middle manifests, leave the files of the writes
@@ -8,6 +8,8 @@ Owns three things `doctor --repair` uses:
 - reading them one by one with pylance's file reader (`lance.file.LanceFileReader`, imported lazily: start-up
   never loads it), conformed to the table's schema; a file that does not read, or holds vectors of another
   size (written before a `chronomem reembed`), is named and skipped, never guessed at;
+- making the table again from the data files alone when every manifest is gone (`rebuild`: the old table
+  directory moved whole to `quarantine/`);
 - the drop record, `<store>/.dropped.json`: the ids a purge erased (written before it rewrites the table)
   or a `restore --replace` left out. Repair never brings one of them back — not from an orphan file (a
   purge's clean-up that failed may leave one), nor from the backup a restore takes of what it replaces.
@@ -255,3 +257,65 @@ def describe(found: Orphans, recovered: list[str], acknowledged: set[str]) -> li
     if found.dropped:
         lines.append(f"{found.dropped} rows of purged or restored-away memories in old data files were left out")
     return lines
+
+
+# --- every manifest gone ---------------------------------------------------------------------------------
+
+
+def rebuild(store: Path | str, actions: list[str]) -> Any:
+    """A table made again from the data files alone, when no manifest is left to open one; None if none reads.
+
+    The old table directory is moved whole to `quarantine/<time>/` (never deleted); the schema is chronomem's
+    own for the vectors' size and the model the newest readable file's rows name; ids on the drop record stay
+    out; several states of one id: the latest wins (doctor.merge_latest)."""
+    import shutil
+    from collections import Counter
+
+    from chronomem.records import utcnow
+    from chronomem.storage.doctor import QUARANTINE, _connect, merge_latest
+    from chronomem.storage.schema import memories_schema
+
+    folder = data_dir(store)
+    files = sorted(folder.glob("*.lance"), key=lambda p: p.stat().st_mtime_ns) if folder.is_dir() else []
+    if not files:
+        return None
+    try:
+        from lance.file import LanceFileReader
+    except ImportError:
+        actions.append("no manifest is left, and `pylance`, which reads data files alone, is not installed")
+        return None
+    raw: list[tuple[Path, Any]] = []
+    unreadable: list[str] = []
+    for path in files:
+        try:
+            raw.append((path, LanceFileReader(str(path)).read_all().to_table()))
+        except Exception as exc:
+            why = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+            unreadable.append(f"{path.name} ({why})")
+    raw = [(p, t) for p, t in raw if "vector" in t.column_names and "id" in t.column_names]
+    if not raw:
+        return None
+    newest = raw[-1][1]
+    dim = newest.schema.field("vector").type.list_size
+    model = Counter(m for m in newest.column("embed_model").to_pylist() if m).most_common(1)
+    schema = memories_schema(dim, model[0][0] if model else "?")
+    parts, other = [], 0
+    for _path, table in raw:
+        try:
+            parts.append(_conform(table, schema))
+        except Exception:
+            other += 1
+    rows, dropped = without_dropped(merge_latest(*parts), store)
+    stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+    aside = Path(store) / QUARANTINE / stamp
+    aside.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(Path(store) / f"{TABLE_NAME}.lance"), str(aside / f"{TABLE_NAME}.lance"))
+    table = _connect(Path(store)).create_table(TABLE_NAME, data=rows)
+    actions.append(
+        f"no manifest was left: moved the table directory to {aside.relative_to(store)} and made the table again "
+        f"from its {len(raw)} readable data files ({rows.num_rows} memories)"
+        + (f"; {len(unreadable)} did not read: {', '.join(unreadable)}" if unreadable else "")
+        + (f"; {other} held vectors of another size (before a reembed): not read" if other else "")
+        + (f"; {dropped} rows of purged or restored-away memories left out" if dropped else "")
+    )
+    return table

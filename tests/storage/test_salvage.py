@@ -128,3 +128,21 @@ def test_rows_a_restore_left_out_do_not_come_back(svc: MemoryService) -> None:
     after = reopen(svc).store
     assert after.ids_exist(ids + later) == set(ids + later)
     assert after.ids_exist(extra) == set()
+
+
+def test_every_manifest_deleted_loses_nothing(svc: MemoryService) -> None:
+    ids = fill(svc, 5)
+    forget(svc, ids[2], "moved to S3")
+    store = svc.store.path
+    for manifest in manifests_newest_first(store):
+        manifest.unlink()
+    assert not check(store).ok
+
+    fixed = repair(store)
+    assert fixed.ok, fixed.text()
+    assert any("no manifest was left" in a for a in fixed.actions), fixed.text()
+    assert list((store / "quarantine").glob("*/memories.lance/data/*.lance"))  # moved aside, not deleted
+    kept = reopen(svc).store
+    assert kept.ids_exist(ids) == set(ids)
+    row = kept.get(ids[2])
+    assert row.expired_at is not None or row.invalid_at is not None
