@@ -5,9 +5,9 @@ ledger and the read-back cost.
 
 A store of N memories (one `remember` each, so one data file each) is copied and damaged per scenario: the
 newest manifest deleted; every manifest but the oldest deleted; the oldest data file truncated; the newest
-manifest deleted and the data file only it referenced truncated; the same four with a backup taken after the N
-writes and two more writes after it. For each: does `doctor` (storage.doctor.check) report it, how many
-memories `repair` keeps (and how many of them it read back from data files no surviving manifest references),
+manifest deleted and the data file only it referenced truncated; every manifest deleted; the same five with a
+backup taken after the N writes and two more writes after it. For each: does `doctor` (storage.doctor.check)
+report it, how many memories `repair` keeps (and how many of them it read back from data files no surviving manifest references),
 how many acknowledged ids it names as unrecoverable. Then the start-up check (read the ledger, compare with the
 opened table's version and row count) and a write's acknowledgement (read back its rows, record the ledger)
 timed, median of `--timings`.
@@ -59,7 +59,8 @@ def _orphan_and_truncate(store: Path) -> None:
 def _recovered(actions: list[str]) -> int:
     """Memories repair read back from data files no surviving manifest references (storage/salvage.py)."""
     for action in actions:
-        match = re.match(r"recovered (\d+) memor", action)
+        match = re.match(r"recovered (\d+) memor", action) or re.search(
+            r"made the table again from its \d+ readable data files \((\d+) memories\)", action)
         if match:
             return int(match.group(1))
     return 0
@@ -70,6 +71,7 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "deleted middle manifests (all but the oldest)": lambda s: [m.unlink() for m in _manifests(s)[:-1]] and None,
     "truncated oldest data file": lambda s: _truncate(_oldest_data(s)),
     "deleted newest manifest and truncated its data file": _orphan_and_truncate,
+    "deleted every manifest": lambda s: [m.unlink() for m in _manifests(s)] and None,
 }
 
 
@@ -183,8 +185,8 @@ def write(result: dict[str, Any]) -> None:
         "",
         "Every lost memory is named by id (`named unrecoverable` = `lost`). A deleted manifest no longer loses the "
         "rows only it referenced: their data files are still on disk, and `repair` reads every data file the opened "
-        "version does not reference (storage/salvage.py, with pylance's file reader) and merges their rows by id, "
-        "the latest state of each winning; ids a purge erased are never read back. What is lost is what no longer "
+        "version does not reference (storage/salvage.py, with pylance's file reader; with every manifest gone it makes "
+        "the table again from them) and merges their rows by id, the latest state of each winning; ids a purge erased are never read back. What is lost is what no longer "
         "reads anywhere: a damaged data file (its rows named through the ledger when no backup holds them).",
     ]
     (RESULTS_DIR / "integrity.md").write_text("\n".join(lines) + "\n")
