@@ -4,11 +4,13 @@ ledger and the read-back cost.
     python -m eval.integrity [--memories 30] [--timings 100]
 
 A store of N memories (one `remember` each, so one data file each) is copied and damaged per scenario: the
-newest manifest deleted; every manifest but the oldest deleted; the oldest data file truncated; the same three
-with a backup taken after the N writes and two more writes after it. For each: does `doctor` (storage.doctor.check)
-report it, how many memories `repair` keeps, how many acknowledged ids it names as unrecoverable. Then the
-start-up check (read the ledger, compare with the opened table's version and row count) and a write's
-acknowledgement (read back its rows, record the ledger) timed, median of `--timings`.
+newest manifest deleted; every manifest but the oldest deleted; the oldest data file truncated; the newest
+manifest deleted and the data file only it referenced truncated; every manifest deleted; the same five with a
+backup taken after the N writes and two more writes after it. For each: does `doctor` (storage.doctor.check)
+report it, how many memories `repair` keeps (and how many of them it read back from data files no surviving manifest references),
+how many acknowledged ids it names as unrecoverable. Then the start-up check (read the ledger, compare with the
+opened table's version and row count) and a write's acknowledgement (read back its rows, record the ledger)
+timed, median of `--timings`.
 Writes eval/results/integrity.{json,md}.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import tempfile
@@ -39,14 +42,36 @@ def _oldest_data(store: Path) -> Path:
     return min((store / "memories.lance" / "data").glob("*.lance"), key=lambda p: p.stat().st_mtime_ns)
 
 
+def _newest_data(store: Path) -> Path:
+    return max((store / "memories.lance" / "data").glob("*.lance"), key=lambda p: p.stat().st_mtime_ns)
+
+
 def _truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[:100])
+
+
+def _orphan_and_truncate(store: Path) -> None:
+    """The newest manifest deleted and the data file only it referenced truncated: an orphan that does not read."""
+    _manifests(store)[0].unlink()
+    _truncate(_newest_data(store))
+
+
+def _recovered(actions: list[str]) -> int:
+    """Memories repair read back from data files no surviving manifest references (storage/salvage.py)."""
+    for action in actions:
+        match = re.match(r"recovered (\d+) memor", action) or re.search(
+            r"made the table again from its \d+ readable data files \((\d+) memories\)", action)
+        if match:
+            return int(match.group(1))
+    return 0
 
 
 DAMAGE: dict[str, Callable[[Path], None]] = {
     "deleted newest manifest": lambda s: _manifests(s)[0].unlink(),
     "deleted middle manifests (all but the oldest)": lambda s: [m.unlink() for m in _manifests(s)[:-1]] and None,
     "truncated oldest data file": lambda s: _truncate(_oldest_data(s)),
+    "deleted newest manifest and truncated its data file": _orphan_and_truncate,
+    "deleted every manifest": lambda s: [m.unlink() for m in _manifests(s)] and None,
 }
 
 
@@ -78,12 +103,15 @@ def run(memories: int, timings: int) -> dict[str, Any]:
                     shutil.copytree(source, store)
                     damage(store)
                     found = check(store)
+                    t = time.perf_counter()
                     fixed = repair(store)
+                    repair_ms = (time.perf_counter() - t) * 1e3
                     kept = _ids(store) & set(ids)
                     rows.append({
                         "scenario": name, "backup": label, "acknowledged": len(ids),
                         "detected": not found.ok, "diagnosis": (found.problems or [""])[0][:160],
                         "kept": len(kept), "healthy_after": fixed.ok,
+                        "from_orphan_files": _recovered(fixed.actions), "repair_ms": round(repair_ms, 1),
                         "named_unrecoverable": sum(a.count(",") + 1 for a in fixed.actions if "could not be recovered:" in a),
                         "actually_lost": len(set(ids) - kept),
                     })
@@ -131,12 +159,14 @@ def write(result: dict[str, Any]) -> None:
         "`doctor` checks it, `doctor --repair` salvages it. \"Backup\" rows: a backup taken after the "
         f"{result['memories']} writes, then 2 more writes.",
         "",
-        "| damage | backup | acknowledged | detected | kept after repair | named unrecoverable | lost |",
-        "|---|---|---|---|---|---|---|",
+        "| damage | backup | acknowledged | detected | kept after repair | of them from orphan data files "
+        "| named unrecoverable | lost | repair (ms) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["scenarios"]:
         lines.append(f"| {r['scenario']} | {r['backup']} | {r['acknowledged']} | {'yes' if r['detected'] else 'NO'} | "
-                     f"{r['kept']} | {r['named_unrecoverable']} | {r['actually_lost']} |")
+                     f"{r['kept']} | {r['from_orphan_files']} | {r['named_unrecoverable']} | {r['actually_lost']} | "
+                     f"{r['repair_ms']} |")
     lines += [
         "",
         "Diagnoses (first problem `doctor` names):",
@@ -153,9 +183,11 @@ def write(result: dict[str, Any]) -> None:
         "absolute times are inflated; the acknowledgement is a row count from the manifest (~0.2 ms), one `take` "
         "of the new rows (~1-2 ms) and the ledger's rewrite (~0.4 ms).",
         "",
-        "Every lost memory is named by id (`named unrecoverable` = `lost`). Without a backup, a deleted manifest "
-        "loses the rows only it referenced: their data files are still on disk, but chronomem has no reader for a "
-        "data file outside a manifest (that needs the `pylance` package).",
+        "Every lost memory is named by id (`named unrecoverable` = `lost`). A deleted manifest no longer loses the "
+        "rows only it referenced: their data files are still on disk, and `repair` reads every data file the opened "
+        "version does not reference (storage/salvage.py, with pylance's file reader; with every manifest gone it makes "
+        "the table again from them) and merges their rows by id, the latest state of each winning; ids a purge erased are never read back. What is lost is what no longer "
+        "reads anywhere: a damaged data file (its rows named through the ledger when no backup holds them).",
     ]
     (RESULTS_DIR / "integrity.md").write_text("\n".join(lines) + "\n")
 

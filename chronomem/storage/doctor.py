@@ -7,9 +7,10 @@ table with what was acknowledged (storage/ledger.py: a lost newest manifest open
 at an older version, silently, otherwise) and with the newest backup (storage/backup.py).
 `repair` salvages rather than rolls back, and never deletes: an unreadable newest manifest is
 moved to `<store>/quarantine/<time>/`, every row that still reads is kept (row by row around a
-damaged data file), merged with the newest backup (latest state of each row wins), written as a
-new version, and what could not be recovered is named by id. Failures that are the machine's
-(full disk, quota, read-only or forbidden store) are named as such and never called damage.
+damaged data file), merged with the newest backup and the rows of data files no surviving manifest
+references (storage/salvage.py; latest state of each row wins), written as a new version, and what
+could not be recovered is named by id. Failures that are the machine's (full disk, quota, read-only
+or forbidden store) are named as such and never called damage.
 """
 
 from __future__ import annotations
@@ -377,11 +378,14 @@ def repair(path: Path | str) -> Checkup:
     """Make the store open and read again, keeping every row that still reads; never delete a file.
 
     Unreadable newest manifests are moved to `quarantine/`; then every row of the newest version that
-    opens is read on its own terms (`salvage_rows`), merged by id with the newest backup (the latest state
-    of each row wins), and — when that differs from what the table reads — written as a new version (the
-    old versions stay). What neither holds is reported by id: the ids the ledger acknowledged or the backup
-    held that are nowhere. The ledger is then rebased on the repaired table."""
+    opens is read on its own terms (`salvage_rows`), merged by id with the newest backup and with the rows of
+    data files no surviving manifest references (storage/salvage.py; the latest state of each row wins), and
+    — when that differs from what the table reads — written as a new version (the old versions stay). What
+    none holds is reported by id: the ids the ledger acknowledged or the backup held that are nowhere; ids a
+    purge erased or a restore left out (the drop record) are never brought back. The ledger is then rebased
+    on the repaired table."""
     from chronomem.storage import ledger as ledger_mod
+    from chronomem.storage import salvage
     from chronomem.storage.backup import latest_backup, read_backup
 
     path = Path(path)
@@ -390,6 +394,8 @@ def repair(path: Path | str) -> Checkup:
         return before
     actions: list[str] = []
     table = _open_quarantining(path, actions)
+    if table is None:  # every manifest gone: the table made again from its data files (storage/salvage.py)
+        table = salvage.rebuild(path, actions)
     if table is None:
         after = check(path)
         after.actions = actions
@@ -410,6 +416,8 @@ def repair(path: Path | str) -> Checkup:
             backup_rows = upgrade_rows(backup_rows)  # taken before the store's schema upgrade: its rows upgraded
             backup_dim = backup_rows.schema.field("vector").type.list_size
             if backup_dim == rows.schema.field("vector").type.list_size:
+                # not what a purge erased or a restore left out on purpose (a restore backs up what it replaces)
+                backup_rows, _ = salvage.without_dropped(backup_rows, path)
                 sources.append(backup_rows)
             else:  # taken before `chronomem reembed` moved the store: its vectors do not fit the table
                 actions.append(
@@ -417,15 +425,24 @@ def repair(path: Path | str) -> Checkup:
                     f"(`chronomem restore {newest.path}` makes the store that backup, model included)"
                 )
                 backup_rows = None
+    orphans = salvage.read_orphans(path, opened, rows.schema)  # files no surviving manifest references
+    if orphans.row_count:
+        sources.append(orphans.rows)
     merged = merge_latest(*sources) if len(sources) > 1 else rows
     acked = ledger_mod.read(path)
     wanted = set(acked.recent_ids() if acked else []) | set(
         backup_rows.column("id").to_pylist() if backup_rows is not None else []
     )
+    if not orphans.blocked:
+        wanted -= salvage.dropped_ids(path)  # purged on purpose: not lost
     have = set(merged.column("id").to_pylist())
     lost = sorted(wanted - have)
-    from_backup = len(have - set(rows.column("id").to_pylist()))
-    changed = unreadable > 0 or from_backup > 0 or merged.num_rows != rows.num_rows or _state_differs(rows, merged)
+    table_ids = set(rows.column("id").to_pylist())
+    backup_ids = set(backup_rows.column("id").to_pylist()) if backup_rows is not None else set()
+    from_backup = len((have - table_ids) & backup_ids)
+    from_orphans = sorted(have - table_ids - backup_ids)
+    changed = (unreadable > 0 or from_backup > 0 or bool(from_orphans) or merged.num_rows != rows.num_rows
+               or _state_differs(rows, merged))
     if changed:
         table.add(merged.cast(table.schema), mode="overwrite")
         source = f" and {from_backup} from the backup {newest.path.name}" if from_backup and newest else ""
@@ -433,8 +450,10 @@ def repair(path: Path | str) -> Checkup:
             f"salvaged {rows.num_rows} rows that still read in version {opened}"
             + (f" ({unreadable} did not)" if unreadable else "")
             + source
+            + (f" and {len(from_orphans)} from data files no manifest references" if from_orphans else "")
             + f": wrote {merged.num_rows} rows as version {int(table.version)} (older versions kept)"
         )
+    actions += salvage.describe(orphans, from_orphans, wanted)
     try:
         _fts_works(table)
     except Exception:
@@ -504,7 +523,7 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
     A table that holds rows is replaced only with `replace` (its current state is backed up first when it
     reads); a table that does not open is moved to `quarantine/` whole and created again from the backup."""
     from chronomem.errors import InvalidInput
-    from chronomem.storage import ledger
+    from chronomem.storage import ledger, salvage
     from chronomem.storage.backup import BACKUP_KEEP, read_backup, write_backup
 
     store_path = Path(store_path)
@@ -535,7 +554,12 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
             )
         if table is not None and held:
             try:
-                write_backup(store_path, table.to_arrow(), int(table.version), keep=BACKUP_KEEP + 1)
+                current = table.to_arrow()
+                write_backup(store_path, current, int(table.version), keep=BACKUP_KEEP + 1)
+                # rows the restore leaves out on purpose: orphan salvage must not bring them back
+                salvage.record_dropped(
+                    store_path, set(current.column("id").to_pylist()) - set(rows.column("id").to_pylist())
+                )
             except Exception:  # a state that does not read cannot be backed up: the restore still goes on
                 pass
     if (rows.schema.metadata or {}).get(SCHEMA_VERSION_KEY) is not None:
@@ -551,5 +575,6 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
         table.add(rows, mode="overwrite")
     else:
         table.add(rows.select(table.schema.names).cast(table.schema), mode="overwrite")
+    salvage.readmit(store_path, rows.column("id").to_pylist())
     ledger.rebase(store_path, int(table.version), int(table.count_rows()))
     return rows.num_rows, int(table.version)

@@ -349,6 +349,11 @@ def erase(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
         ]
         position = keep.schema.get_field_index("reason")
         keep = keep.set_column(position, keep.schema.field("reason"), pa.array(reasons, type=pa.string()))
+    # Recorded first, so that no repair brings these rows back from an old data file, even one a crashed or
+    # failed clean-up left on disk (storage/salvage.py reads files no manifest references).
+    from chronomem.storage.salvage import record_dropped
+
+    record_dropped(store.path, plan.ids)
     table.add(keep, mode="overwrite")
     store.usage.erase(plan.ids)  # what recall hits and restatements recorded about them goes too
     _rebuild_indexes(store, indexes)
