@@ -27,6 +27,7 @@ from typing import Any
 
 from chronomem.errors import StoreError
 from chronomem.records import utcnow
+from chronomem.storage import salvage
 from chronomem.storage.schema import (
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
@@ -348,32 +349,6 @@ def salvage_rows(table: Any) -> tuple[Any, int]:
     return rows, unreadable
 
 
-def _state_rank(rows: Any) -> list[int]:
-    """How far along its life each row's state is: expired (retracted) and invalidated states are later ones."""
-    expired = rows.column("expired_at").is_valid().to_pylist()
-    invalid = rows.column("invalid_at").is_valid().to_pylist()
-    return [2 * int(e) + int(i) for e, i in zip(expired, invalid, strict=True)]
-
-
-def merge_latest(*sources: Any) -> Any:
-    """The rows of every source, one per id: its latest state (expired or invalidated wins), the earlier
-    source winning a tie (pass the table's rows before a backup's)."""
-    import pyarrow as pa
-
-    schema = sources[0].schema
-    tables = [t.select(schema.names).cast(schema) for t in sources]
-    both = pa.concat_tables(tables)
-    ids = both.column("id").to_pylist()
-    rank = _state_rank(both)
-    order = [s for s, t in enumerate(tables) for _ in range(t.num_rows)]
-    best: dict[str, int] = {}
-    for i, row_id in enumerate(ids):
-        j = best.get(row_id)
-        if j is None or (rank[i], -order[i]) > (rank[j], -order[j]):
-            best[row_id] = i
-    return both.take(sorted(best.values(), key=lambda i: ids[i]))
-
-
 def repair(path: Path | str) -> Checkup:
     """Make the store open and read again, keeping every row that still reads; never delete a file.
 
@@ -385,7 +360,6 @@ def repair(path: Path | str) -> Checkup:
     purge erased or a restore left out (the drop record) are never brought back. The ledger is then rebased
     on the repaired table."""
     from chronomem.storage import ledger as ledger_mod
-    from chronomem.storage import salvage
     from chronomem.storage.backup import latest_backup, read_backup
 
     path = Path(path)
@@ -395,7 +369,7 @@ def repair(path: Path | str) -> Checkup:
     actions: list[str] = []
     table = _open_quarantining(path, actions)
     if table is None:  # every manifest gone: the table made again from its data files (storage/salvage.py)
-        table = salvage.rebuild(path, actions)
+        table = salvage.rebuild(path, actions, _connect, QUARANTINE)
     if table is None:
         after = check(path)
         after.actions = actions
@@ -428,7 +402,7 @@ def repair(path: Path | str) -> Checkup:
     orphans = salvage.read_orphans(path, opened, rows.schema)  # files no surviving manifest references
     if orphans.row_count:
         sources.append(orphans.rows)
-    merged = merge_latest(*sources) if len(sources) > 1 else rows
+    merged = salvage.merge_latest(*sources) if len(sources) > 1 else rows
     acked = ledger_mod.read(path)
     wanted = set(acked.recent_ids() if acked else []) | set(
         backup_rows.column("id").to_pylist() if backup_rows is not None else []
@@ -475,7 +449,7 @@ def repair(path: Path | str) -> Checkup:
 
 def _state_differs(rows: Any, merged: Any) -> bool:
     """Whether a merge changed the state (expired / invalidated) of a row the table holds."""
-    return _state_rank(rows.sort_by("id")) != _state_rank(merged.filter(_in(merged, rows)).sort_by("id"))
+    return salvage.state_rank(rows.sort_by("id")) != salvage.state_rank(merged.filter(_in(merged, rows)).sort_by("id"))
 
 
 def _in(merged: Any, rows: Any) -> Any:

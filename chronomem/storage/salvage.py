@@ -15,7 +15,7 @@ Owns four things `doctor --repair` uses:
   purge's clean-up that failed may leave one), nor from the backup a restore takes of what it replaces.
 
 Rows are immutable except `invalid_at` / `expired_at`, so an old file may hold an older state of a row
-(a compaction or an update copied it): `doctor.merge_latest` keeps the latest state of each id, the table's
+(a compaction or an update copied it): `merge_latest` keeps the latest state of each id, the table's
 own rows winning a tie. This module never writes the table and never deletes a file.
 """
 
@@ -25,7 +25,7 @@ import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,20 +259,45 @@ def describe(found: Orphans, recovered: list[str], acknowledged: set[str]) -> li
     return lines
 
 
+def state_rank(rows: Any) -> list[int]:
+    """How far along its life each row's state is: expired (retracted) and invalidated states are later ones."""
+    expired = rows.column("expired_at").is_valid().to_pylist()
+    invalid = rows.column("invalid_at").is_valid().to_pylist()
+    return [2 * int(e) + int(i) for e, i in zip(expired, invalid, strict=True)]
+
+
+def merge_latest(*sources: Any) -> Any:
+    """The rows of every source, one per id: its latest state (expired or invalidated wins), the earlier
+    source winning a tie (pass the table's rows before a backup's)."""
+    import pyarrow as pa
+
+    schema = sources[0].schema
+    tables = [t.select(schema.names).cast(schema) for t in sources]
+    both = pa.concat_tables(tables)
+    ids = both.column("id").to_pylist()
+    rank = state_rank(both)
+    order = [s for s, t in enumerate(tables) for _ in range(t.num_rows)]
+    best: dict[str, int] = {}
+    for i, row_id in enumerate(ids):
+        j = best.get(row_id)
+        if j is None or (rank[i], -order[i]) > (rank[j], -order[j]):
+            best[row_id] = i
+    return both.take(sorted(best.values(), key=lambda i: ids[i]))
+
+
 # --- every manifest gone ---------------------------------------------------------------------------------
 
 
-def rebuild(store: Path | str, actions: list[str]) -> Any:
+def rebuild(store: Path | str, actions: list[str], connect: Callable[[Path], Any], quarantine: str) -> Any:
     """A table made again from the data files alone, when no manifest is left to open one; None if none reads.
 
     The old table directory is moved whole to `quarantine/<time>/` (never deleted); the schema is chronomem's
     own for the vectors' size and the model the newest readable file's rows name; ids on the drop record stay
-    out; several states of one id: the latest wins (doctor.merge_latest)."""
+    out; several states of one id: the latest wins (`merge_latest`)."""
     import shutil
     from collections import Counter
 
     from chronomem.records import utcnow
-    from chronomem.storage.doctor import QUARANTINE, _connect, merge_latest
     from chronomem.storage.schema import memories_schema
 
     folder = data_dir(store)
@@ -307,10 +332,10 @@ def rebuild(store: Path | str, actions: list[str]) -> Any:
             other += 1
     rows, dropped = without_dropped(merge_latest(*parts), store)
     stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-    aside = Path(store) / QUARANTINE / stamp
+    aside = Path(store) / quarantine / stamp
     aside.mkdir(parents=True, exist_ok=True)
     shutil.move(str(Path(store) / f"{TABLE_NAME}.lance"), str(aside / f"{TABLE_NAME}.lance"))
-    table = _connect(Path(store)).create_table(TABLE_NAME, data=rows)
+    table = connect(Path(store)).create_table(TABLE_NAME, data=rows)
     actions.append(
         f"no manifest was left: moved the table directory to {aside.relative_to(store)} and made the table again "
         f"from its {len(raw)} readable data files ({rows.num_rows} memories)"
