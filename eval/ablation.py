@@ -4,7 +4,7 @@ Built from chronomem's public parts without changing them: the same `Filter`
 `search_slice` builds (chronomem/tools/recall.py). The first rankers are single channels
 (`MemoryStore.vector_search` / `text_search` with the same candidate pool as recall) and
 their fusion by `chronomem.retrieval.fusion.rrf`; the rest are recall's own read path
-(`search.ranked_hits`) with a `RankConfig` that switches the later signals off, one more
+(`retrieval.pipeline.ranked_hits`) with a `RankConfig` that switches the later signals off, one more
 on per row, the last being recall's ranking. None of them abstains, so they show what each
 signal contributes to the order.
 
@@ -95,7 +95,7 @@ class Ranker:
 
 @dataclass(frozen=True)
 class PipelineRanker:
-    """chronomem's own read path (`search.ranked_hits`) with some of its signals switched off; never abstains."""
+    """chronomem's own read path (`retrieval.pipeline.ranked_hits`) with some of its signals switched off; never abstains."""
 
     name: str
     config: RankConfig
@@ -115,7 +115,7 @@ class PipelineRanker:
         )
         vector = ctx.svc.embed_one(text)
         config = replace(self.config, abstain=False)
-        hits, _ = ranked_hits(ctx.svc.store, info, vector, ctx.flt, config, slot_matcher(ctx.svc).embed_phrases)
+        hits, _ = ranked_hits(Search(ctx.svc.store, ctx.flt), info, vector, config, slot_matcher(ctx.svc).embed_phrases)
         return [h.record for h in hits[:limit]]
 
 
