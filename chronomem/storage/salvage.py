@@ -21,11 +21,9 @@ own rows winning a tie. This module never writes the table and never deletes a f
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,14 +51,11 @@ def dropped_ids(store: Path | str) -> set[str]:
     # any other failure propagates: an unreadable record must not let purged rows back (see read_orphans)
 
 
-@contextlib.contextmanager
-def _locked(store: Path) -> Iterator[None]:
-    fd = os.open(Path(store) / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+def _locked(store: Path) -> Any:
+    """The drop record's own lock (filelock, as the store's other locks): one purge or restore edits it at a time."""
+    from filelock import FileLock
+
+    return FileLock(str(Path(store) / _LOCK_NAME))
 
 
 def _write_dropped(store: Path, ids: set[str]) -> None:
