@@ -330,8 +330,9 @@ class SecretGuard:
 
     def check_name(self, text: str | None, field_name: str) -> None:
         """Refuse a name (a project) holding a secret, in `redact` mode too: a redacted project name would
-        file the memory under another project, where its own project never finds it."""
-        if self.mode == "allow" or not text:
+        file the memory under another project, where its own project never finds it. Anything but a string is
+        left to the argument's own validation, which refuses it in one line."""
+        if self.mode == "allow" or not isinstance(text, str) or not text:
             return
         findings = scan(text, name=True)
         if findings:

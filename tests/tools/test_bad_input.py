@@ -186,6 +186,15 @@ def test_as_of_at_a_git_ref_with_a_project_that_is_not_a_string_is_refused(seede
         as_of(seeded, "tests", at="0", project=project)
 
 
+@pytest.mark.parametrize("project", [True, 7, ["proj"], {"a": 1}])
+def test_remember_with_a_project_that_is_not_a_string_is_refused(seeded: MemoryService, project: Any) -> None:
+    # found by the property test above: the secret scan read the project before it was checked
+    rows = seeded.store.count()
+    with pytest.raises(InvalidInput, match="project must be a non-empty string"):
+        remember(seeded, "0", project=project)
+    assert seeded.store.count() == rows
+
+
 def deep(levels: int) -> Any:
     value: Any = "x"
     for _ in range(levels):
