@@ -22,6 +22,7 @@ def run(*args: str, env: dict | None = None, stdin: str | None = None, cwd: Path
     )
 
 
+@pytest.mark.slow
 def test_shell_story_with_json(tmp_path: Path) -> None:
     store = ["--store", str(tmp_path / "s"), "--project", "shop"]
     first = run("remember", "Tests run with pytest.", "--valid-from", "2024-01-01", "--fact", "shop", "test_command", "pytest", "--json", *store)
@@ -44,6 +45,7 @@ def test_shell_story_with_json(tmp_path: Path) -> None:
     assert gone.returncode == 0 and "no longer valid" in gone.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -60,11 +62,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_missing_model_says_what_to_do(tmp_path: Path) -> None:
     out = run("remember", "x", "--store", str(tmp_path / "s"), env={"CHRONOMEM_MODEL_PATH": str(tmp_path / "nope")})
     assert out.returncode == 2 and "CHRONOMEM_MODEL_PATH" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_store_from_env_and_never_the_working_directory(tmp_path: Path) -> None:
     home = tmp_path / "home"
     out = run("remember", "hello", "--project", "p", env={"CHRONOMEM_HOME": str(home)}, cwd=tmp_path)
@@ -80,6 +84,7 @@ def test_default_store_is_the_user_data_dir(tmp_path: Path, monkeypatch: pytest.
     assert Settings.from_env(store="/x", environ={"CHRONOMEM_HOME": "/y"}).store_path == Path("/x")
 
 
+@pytest.mark.slow
 def test_demo_tells_the_story() -> None:
     out = run("demo")
     assert out.returncode == 0, out.stderr
@@ -99,6 +104,7 @@ def test_python_m_and_help() -> None:
         assert command in out.stdout
 
 
+@pytest.mark.slow
 def test_consolidate_runs_to_completion(tmp_path: Path) -> None:
     store = ["--store", str(tmp_path / "s"), "--project", "p"]
     assert run("remember", "The queue is RabbitMQ.", *store).returncode == 0
@@ -127,6 +133,7 @@ def test_every_option_has_help_text() -> None:
     assert not missing, missing
 
 
+@pytest.mark.slow
 def test_doctor_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     """`chronomem doctor | head -1`: the reader leaves after one line; no BrokenPipe traceback."""
     env = {**os.environ, "HOME": str(tmp_path / "home"), "CHRONOMEM_HOME": str(tmp_path / "s")}
@@ -139,6 +146,7 @@ def test_doctor_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
 
 
+@pytest.mark.slow
 def test_import_prints_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     exported = tmp_path / "in.jsonl"
     source = run("remember", "Ports: staging 8443.", "--store", str(tmp_path / "a"), "--project", "p")

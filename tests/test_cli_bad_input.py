@@ -46,6 +46,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "stdin", "expected"), CASES, ids=[str(c[0][0]) + "-" + c[2][:20] for c in CASES])
 def test_bad_arguments_fail_in_one_line(files: dict[str, Path], args: list, stdin: bytes | None, expected: str) -> None:
     out = run([*args, "--store", str(files["store"]), "--project", "p"], stdin=stdin)
@@ -55,6 +56,7 @@ def test_bad_arguments_fail_in_one_line(files: dict[str, Path], args: list, stdi
     assert expected in err, err
 
 
+@pytest.mark.slow
 def test_an_oversized_fact_is_refused_and_the_note_kept(files: dict[str, Path]) -> None:
     store = ["--store", str(files["root"] / "partial"), "--project", "p"]
     out = run(["remember", "billing-api listens on 8080", "--fact", "s", "p", "o" * 5000, *store])
@@ -65,6 +67,7 @@ def test_an_oversized_fact_is_refused_and_the_note_kept(files: dict[str, Path]) 
     assert "billing-api listens on 8080" in found.stdout.decode(), found.stdout
 
 
+@pytest.mark.slow
 def test_bad_files_and_paths_fail_in_one_line(files: dict[str, Path]) -> None:
     store = ["--store", str(files["root"] / "fresh")]
     for args, expected in (

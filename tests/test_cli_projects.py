@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from chronomem.project import detect_project
 from chronomem.service import MemoryService
 from chronomem.storage.filters import Filter
@@ -59,6 +61,7 @@ def chronomem(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_projects_command_from_a_repository_and_its_clone(tmp_path: Path) -> None:
     store = ["--store", str(tmp_path / "store")]
     empty = chronomem("projects", *store, cwd=tmp_path)

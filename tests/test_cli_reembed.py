@@ -133,6 +133,7 @@ def model_256(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ---------------------------------------------------------------------------- bad input
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_error_line(tmp_path: Path, svc: MemoryService) -> None:
     missing = tmp_path / "nothing"
     assert "no store at" in one_error_line(chronomem("reembed", "--store", str(missing), "--yes"))

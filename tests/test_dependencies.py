@@ -54,6 +54,7 @@ def distribution_of(module: str, providers: dict[str, list[str]]) -> str:
     return _canonical(dists[0])
 
 
+@pytest.mark.slow
 def test_every_import_is_declared_and_every_declared_dependency_is_imported() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     runtime = declared(project)

@@ -52,6 +52,7 @@ def test_no_config_is_a_warning_naming_install(repo: Path, home: Path) -> None:
     assert checks.status == WARN and checks.fix == "run `chronomem install claude-code` (or `chronomem install cursor`)"
 
 
+@pytest.mark.slow
 def test_installed_configs_check_ok_in_every_scope(repo: Path, home: Path) -> None:
     for client in ("claude-code", "cursor"):
         for scope in ("project", "user"):
@@ -182,6 +183,7 @@ def test_a_store_of_the_int8_copy_opens_with_float32_and_doctor_names_both_fixes
 # ---------------------------------------------------------------------------- index
 
 
+@pytest.mark.slow
 def test_unindexed_rows_warn_until_consolidate_refreshes_the_index(svc: MemoryService, tmp_path: Path, repo: Path,
                                                                    home: Path) -> None:
     assert check_index(svc.settings.store_path).status == OK  # no table yet
@@ -207,6 +209,7 @@ def test_unindexed_rows_warn_until_consolidate_refreshes_the_index(svc: MemorySe
 # ---------------------------------------------------------------------------- the command
 
 
+@pytest.mark.slow
 def test_doctor_command_reports_every_check_and_fails_on_a_broken_config(repo: Path, home: Path, tmp_path: Path) -> None:
     store = str(tmp_path / "store")
     assert chronomem("remember", "The API listens on port 8080.", "--store", store, cwd=repo, home=home).returncode == 0

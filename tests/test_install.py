@@ -124,6 +124,7 @@ def test_user_scope_merges_into_claude_json_keeping_everything_else(repo: Path, 
     assert json.loads(claude_json.read_text()) == data
 
 
+@pytest.mark.slow
 def test_cursor_project_merge_and_update(repo: Path, home: Path) -> None:
     cursor = repo / ".cursor" / "mcp.json"
     cursor.parent.mkdir()
@@ -173,6 +174,7 @@ def test_broken_json_is_refused_not_overwritten(repo: Path, home: Path) -> None:
         write_entry(Target("cursor", "project", repo / "list.json"), {"command": "x", "args": []})
 
 
+@pytest.mark.slow
 def test_uninstall_removes_exactly_what_install_added(repo: Path, home: Path) -> None:
     mcp = repo / ".mcp.json"
     mcp.write_text(json.dumps({"mcpServers": {"github": {"command": "npx", "args": ["gh"]}}, "x": 1}))

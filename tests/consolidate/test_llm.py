@@ -104,6 +104,7 @@ def ops(*items: dict[str, Any]) -> str:
     return json.dumps({"operations": list(items)})
 
 
+@pytest.mark.slow
 def test_good_answers_are_applied_in_one_commit(svc: MemoryService, clock, llm) -> None:
     fake, config = llm
     note(svc, clock, "The queue is now RabbitMQ.", "2024-01-01")

@@ -6,6 +6,7 @@ import threading
 import time
 
 from filelock import FileLock
+import pytest
 
 from chronomem.consolidate.runner import CONSOLIDATE_LOCK_NAME, UPKEEP_MIN_UNINDEXED, Consolidator
 from chronomem.consolidate.upkeep import BURST_UPKEEP_COMMITS
@@ -39,6 +40,7 @@ def test_step_folds_unindexed_rows_into_the_index(svc: MemoryService) -> None:
     assert "service-7 " in before.results[0].text and after.results[0].id == before.results[0].id
 
 
+@pytest.mark.slow
 def test_background_thread_waits_for_quiet_then_works(svc: MemoryService) -> None:
     fill(svc, UPKEEP_MIN_UNINDEXED)
     assert svc.store.commits_since_optimize < BURST_UPKEEP_COMMITS  # not a burst: upkeep waits too

@@ -29,6 +29,7 @@ def int8_embedder() -> FastEmbedder:
     return made
 
 
+@pytest.mark.slow
 def test_many_texts_embed_side_by_side_to_the_vectors_one_at_a_time_gives(int8_embedder: FastEmbedder) -> None:
     embedder = int8_embedder
     assert len(TEXTS) >= 2 * BULK_CHUNK and embedder.bulk_workers >= 2
@@ -56,6 +57,7 @@ def test_many_texts_embed_side_by_side_to_the_vectors_one_at_a_time_gives(int8_e
     assert len(seen) >= 2 and all(name.startswith("chronomem-embed") for name in seen)
 
 
+@pytest.mark.slow
 def test_a_few_texts_or_one_worker_embed_on_the_calling_thread(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path))
     single = FastEmbedder(model_path=model_dir(), bulk_workers=1, precision="int8")

@@ -23,6 +23,7 @@ SENTENCES = [
 QUERIES = ["where is the CI cache kept", "when is the release branch cut", "who went to a support group"]
 
 
+@pytest.mark.slow
 def test_the_copy_is_made_once_with_the_tokenizer_beside_it(tmp_path: Path) -> None:
     folder = int8_copy(model_dir(), tmp_path)
     assert folder == copy_folder(model_dir(), tmp_path)
@@ -42,6 +43,7 @@ def test_quantising_keeps_its_advice_off_the_log(tmp_path: Path, caplog: pytest.
     assert not [r for r in caplog.records if "pre-processing" in r.getMessage()]
 
 
+@pytest.mark.slow
 def test_int8_vectors_stay_close_to_float32_and_rank_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path))
     fast = FastEmbedder(model_path=model_dir(), precision="int8")
@@ -55,6 +57,7 @@ def test_int8_vectors_stay_close_to_float32_and_rank_alike(tmp_path: Path, monke
     assert list(np.argmax(qa @ a.T, axis=1)) == list(np.argmax(qb @ b.T, axis=1)) == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_an_int8_vector_depends_on_its_text_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path))
     embedder = FastEmbedder(model_path=model_dir(), precision="int8")
@@ -85,6 +88,7 @@ def test_precision_setting() -> None:
         FastEmbedder(model_path=model_dir(), precision="fp16")
 
 
+@pytest.mark.slow
 def test_the_int8_copy_of_the_shipped_model_is_quantised_from_its_float32_weights(tmp_path: Path) -> None:
     """CHRONOMEM_EMBED_PRECISION=int8 on the shipped model (float16-stored weights): the copy's MatMuls are int8,
     made from the weights cast back to float32, and it keeps no float16 initializer nor the shipped manifest."""

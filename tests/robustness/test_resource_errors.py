@@ -36,6 +36,7 @@ cp "$M.full.err" "$M.ro.err" "$M.doctor.json" "$OUT"/ 2>/dev/null
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root and unshare -m")
 def test_full_disk_and_read_only_store_are_named_in_one_line(tmp_path: Path) -> None:
     mount = tmp_path / "m"

@@ -45,6 +45,7 @@ def prompt_text(result) -> str:
     return message.content.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_brief_resource_and_prompt_over_stdio(store, tmp_path, mode):
     with anyio.fail_after(TEST_DEADLINE):
@@ -114,6 +115,7 @@ async def test_brief_resource_and_prompt_over_stdio(store, tmp_path, mode):
             await call_ok(client, "recall", {"query": "test command"})
 
 
+@pytest.mark.slow
 async def test_default_budget_comes_from_the_environment(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path, CHRONOMEM_BRIEF_TOKENS="120") as client:
@@ -128,6 +130,7 @@ async def test_default_budget_comes_from_the_environment(store, tmp_path):
             assert "service 7 · host: `host-7.internal`" in text  # the newest first among equals
 
 
+@pytest.mark.slow
 async def test_brief_follows_the_clients_workspace_root(store, tmp_path):
     """Without --project, the brief is of the client's first root, like the tool calls."""
     import os

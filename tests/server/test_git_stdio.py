@@ -19,6 +19,7 @@ pytestmark = pytest.mark.anyio
 FAB = "deploy/fabfile.py"
 
 
+@pytest.mark.slow
 async def test_anchors_and_git_time_over_stdio(store, tmp_path, monkeypatch):
     isolated_git(monkeypatch)
     repo = GitRepo(tmp_path / "shop")

@@ -25,6 +25,7 @@ from _server_helpers import (
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_streamable_http_story(store, tmp_path):
     with running_server(store, "http", tmp_path) as base:
         with anyio.fail_after(TEST_DEADLINE):
@@ -43,6 +44,7 @@ async def test_streamable_http_story(store, tmp_path):
                 await check_recall_is_current(other, ids)
 
 
+@pytest.mark.slow
 async def test_sse_recall(store, tmp_path):
     with running_server(store, "sse", tmp_path) as base:
         with anyio.fail_after(TEST_DEADLINE):

@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 from typing import Any
 
 from _server_helpers import READ_TIMEOUT, full_env, serve_args
@@ -105,6 +107,7 @@ class Server:
             self.proc.wait()
 
 
+@pytest.mark.slow
 def test_garbage_on_stdin_does_not_stop_the_server(store: Path, tmp_path: Path) -> None:
     server = Server(store, tmp_path)
     seen: list[dict[str, Any]] = []
@@ -156,6 +159,7 @@ def test_garbage_on_stdin_does_not_stop_the_server(store: Path, tmp_path: Path) 
     assert b"Traceback" not in server.stderr, server.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_clear_answers_a_lone_surrogate_unknown_arguments_and_one_start_line(store: Path, tmp_path: Path) -> None:
     """A lone surrogate gets a JSON-RPC error (not silence); an unknown argument is an error naming the accepted
     ones while the aliases (`text`, `k`) still work; stderr holds the one start line and nothing else."""

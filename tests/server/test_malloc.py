@@ -49,6 +49,7 @@ def frozen_after_build(rows: int) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_a_large_read_index_build_takes_the_heap_out_of_the_collectors_sight() -> None:
     from chronomem.storage.store import OPEN_BUILD_ROWS
 

@@ -106,6 +106,7 @@ def test_http_requires_the_bearer_token(store: Path, tmp_path: Path) -> None:
         assert post_init(base, Origin=f"http://localhost:{port}", **auth).status_code == 200
 
 
+@pytest.mark.slow
 def test_token_from_the_flag_and_a_real_mcp_client(store: Path, tmp_path: Path) -> None:
     import httpx2
     from mcp import Client

@@ -71,6 +71,7 @@ def repos(tmp_path: Path) -> dict[str, Path]:
     return {"workspace": workspace, "clone": tmp_path / "other-checkout", "cwd": server_cwd, "unrelated": unrelated}
 
 
+@pytest.mark.slow
 async def test_memories_are_keyed_to_the_clients_root(store, repos):
     key = detect_project(str(repos["workspace"]))
     root_commit = git(repos["workspace"], "rev-list", "--max-parents=0", "HEAD")
@@ -116,6 +117,7 @@ async def test_memories_are_keyed_to_the_clients_root(store, repos):
     assert mentions(found, saved["id"]), found
 
 
+@pytest.mark.slow
 async def test_without_roots_the_server_directory_decides(store, repos):
     with anyio.fail_after(TEST_DEADLINE):
         async with client(store, repos["cwd"]) as c:
@@ -123,6 +125,7 @@ async def test_without_roots_the_server_directory_decides(store, repos):
     assert saved["project"] == detect_project(str(repos["cwd"]))
 
 
+@pytest.mark.slow
 async def test_explicit_project_flag_wins_over_roots(store, repos):
     roots = Roots(repos["workspace"])
     params = StdioServerParameters(
@@ -138,6 +141,7 @@ async def test_explicit_project_flag_wins_over_roots(store, repos):
     assert roots.asked == 0
 
 
+@pytest.mark.slow
 async def test_a_failing_roots_callback_falls_back(store, repos):
     async def broken(context):
         raise RuntimeError("no roots here")
@@ -148,6 +152,7 @@ async def test_a_failing_roots_callback_falls_back(store, repos):
     assert saved["project"] == detect_project(str(repos["cwd"]))
 
 
+@pytest.mark.slow
 async def test_each_http_session_has_its_own_root(store, repos, tmp_path):
     """One HTTP server, two sessions open at once with different roots: each is keyed to its own."""
     workspace_key = detect_project(str(repos["workspace"]))

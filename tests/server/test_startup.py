@@ -33,6 +33,7 @@ def _model_dir(tmp_path, kind: str):
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "kind"), [("auto", "missing"), ("legacy", "missing"), ("auto", "empty"), ("legacy", "corrupt")]
 )

@@ -77,6 +77,7 @@ async def test_tools_list_describes_the_five_tools(store, tmp_path, mode):
     assert "entries" in tools["history"].output_schema["properties"]
 
 
+@pytest.mark.slow
 async def test_knowledge_update_story(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path) as client:
@@ -100,6 +101,7 @@ async def test_knowledge_update_story(store, tmp_path):
             assert [r["object"] for r in later["results"] if r["kind"] == "fact"] == ["pytest"]
 
 
+@pytest.mark.slow
 async def test_forget_ends_a_memory_but_as_of_still_sees_it(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path) as client:
@@ -135,6 +137,7 @@ async def test_forget_ends_a_memory_but_as_of_still_sees_it(store, tmp_path):
             await check_recall_is_current(client, ids)
 
 
+@pytest.mark.slow
 async def test_tool_errors_are_one_line_and_the_server_stays_up(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path, mode="legacy") as client:
@@ -164,6 +167,7 @@ async def test_tool_errors_are_one_line_and_the_server_stays_up(store, tmp_path)
             assert out["results"] and out["results"][0]["text"] == "The CI runs on GitHub Actions"
 
 
+@pytest.mark.slow
 async def test_forgiving_argument_names(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path) as client:
@@ -191,6 +195,7 @@ async def test_forgiving_argument_names(store, tmp_path):
             assert gone["id"] == first["id"]
 
 
+@pytest.mark.slow
 async def test_multiline_unicode_content_round_trips_verbatim(store, tmp_path):
     content = "Release checklist:\n\t1. bump version → 1.4.0\n\t2. tag it (signed) ✅\r\n3. café déploiement"
     with anyio.fail_after(TEST_DEADLINE):
@@ -205,6 +210,7 @@ async def test_multiline_unicode_content_round_trips_verbatim(store, tmp_path):
     assert item["tags"] == ["release"] and item["paths"] == ["RELEASING.md"]
 
 
+@pytest.mark.slow
 async def test_recall_limit_zero_is_rejected(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path) as client:
@@ -247,6 +253,7 @@ async def _remember_backfilled(client: Client) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 async def test_backfilled_older_value_is_placed_in_the_past(store, tmp_path):
     """Facts remembered out of valid-time order: the slot's chain is still pytest → nox."""
     with anyio.fail_after(TEST_DEADLINE):
@@ -263,6 +270,7 @@ async def test_backfilled_older_value_is_placed_in_the_past(store, tmp_path):
             assert chain == [("pytest", "ended"), ("nox -s tests", "current")]
 
 
+@pytest.mark.slow
 async def test_backfilled_older_statement_does_not_surface_as_current(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path) as client:
@@ -273,6 +281,7 @@ async def test_backfilled_older_statement_does_not_surface_as_current(store, tmp
         assert "pytest" not in item["text"].lower(), item
 
 
+@pytest.mark.slow
 async def test_two_servers_on_one_store_see_each_others_writes(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path) as first, stdio_client(store, tmp_path) as second:

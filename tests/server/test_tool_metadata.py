@@ -25,6 +25,7 @@ def stdio_client(store, tmp_path, mode: str) -> Client:
     return Client(params, mode=mode, read_timeout_seconds=READ_TIMEOUT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_every_tool_has_a_title_and_annotations_and_the_instructions_name_them(store, tmp_path, mode):
     with anyio.fail_after(TEST_DEADLINE):
@@ -57,6 +58,7 @@ async def test_every_tool_has_a_title_and_annotations_and_the_instructions_name_
     assert "chronomem://brief" in instructions
 
 
+@pytest.mark.slow
 async def test_every_alias_stands_for_its_parameter_and_a_clash_is_one_line(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with stdio_client(store, tmp_path, "auto") as client:

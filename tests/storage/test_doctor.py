@@ -60,6 +60,7 @@ def test_foreign_directory_is_refused_in_one_line(tmp_path: Path) -> None:
     assert "is a file, not a directory" in one_error_line(cli("recall", "anything", "--store", str(a_file)))
 
 
+@pytest.mark.slow
 def test_truncated_manifest_then_doctor_repair(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path
@@ -82,6 +83,7 @@ def test_truncated_manifest_then_doctor_repair(svc: MemoryService) -> None:
     assert recall(reopened, "where is the build cache").results
 
 
+@pytest.mark.slow
 def test_unreadable_data_file_is_reported_and_salvaged(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path

@@ -27,6 +27,7 @@ def _row(project: str) -> MemoryRecord:
     return MemoryRecord(id=new_id(), kind="chunk", project=project, content="c", valid_at=T0, created_at=T0, vector=[1.0, 0.0])
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(project=text, other=text)
 def test_any_string_matches_only_itself(store: MemoryStore, project: str, other: str) -> None:

@@ -48,6 +48,7 @@ def test_every_acknowledged_write_is_in_the_ledger(svc: MemoryService) -> None:
     assert acked.recent_ids() == ids
 
 
+@pytest.mark.slow
 def test_deleted_newest_manifest_is_a_named_regression(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path
@@ -131,6 +132,7 @@ def test_repair_keeps_the_latest_state_of_each_row(svc: MemoryService) -> None:
     assert kept.get(ids[1]).expired_at is not None or kept.get(ids[1]).invalid_at is not None
 
 
+@pytest.mark.slow
 def test_restore_gives_back_every_write_up_to_the_backup(svc: MemoryService, tmp_path: Path) -> None:
     ids = fill(svc, 6)
     made = take_backup(svc.store)
@@ -154,6 +156,7 @@ def test_restore_gives_back_every_write_up_to_the_backup(svc: MemoryService, tmp
     assert check(svc.store.path).ok
 
 
+@pytest.mark.slow
 def test_doctor_reports_the_age_of_the_last_backup(svc: MemoryService) -> None:
     fill(svc, 2)
     assert "no backup yet" in check(svc.store.path).text()
@@ -178,6 +181,7 @@ def test_the_consolidator_takes_a_backup_when_idle(svc: MemoryService) -> None:
     assert runner.backups and runner.backups[0].rows == 2 and "backup" not in [s.did for s in runner.steps]
 
 
+@pytest.mark.slow
 def test_purge_drops_backups_holding_the_text(svc: MemoryService) -> None:
     # personal data a user wants gone (a secret would already be redacted on the way in)
     remember(svc, "The customer's home address is 12 Quillfeather Row.")

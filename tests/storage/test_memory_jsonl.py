@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from chronomem.importers.memory_jsonl import TAG, import_memory_jsonl, looks_like_memory_jsonl, parse
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
@@ -115,6 +117,7 @@ def test_reimport_is_a_no_op_and_known_facts_are_reinforced(svc: MemoryService, 
     assert len(member) == 1 and member[0].salience > 1.0
 
 
+@pytest.mark.slow
 def test_cli_import_autodetects_reports_bad_lines_and_reimports_nothing(tmp_path: Path) -> None:
     path = write_sample(tmp_path / "memory.jsonl")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHRONOMEM_")}

@@ -96,6 +96,7 @@ def test_a_migration_killed_before_its_last_commit_resumes(v1: Path, monkeypatch
     assert not [t for r in raw_rows(v1).values() for t in r["tags"] if t.startswith("cm:")]
 
 
+@pytest.mark.slow
 def test_a_store_newer_than_the_code_is_refused_in_one_line(tmp_path: Path) -> None:
     import lancedb
 
@@ -110,6 +111,7 @@ def test_a_store_newer_than_the_code_is_refused_in_one_line(tmp_path: Path) -> N
     assert pending(store) is None and check(store).schema == SCHEMA_VERSION + 1
 
 
+@pytest.mark.slow
 def test_the_cli_upgrades_without_asking_when_no_terminal_is_there(v1: Path) -> None:
     out = cli("recall", "release checklist", "--store", str(v1), "--project", "proj", "--json")
     assert out.returncode == 0, out.stderr

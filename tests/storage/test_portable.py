@@ -81,6 +81,7 @@ def test_import_needs_an_empty_store_and_a_real_export(svc: MemoryService, clock
         read_export([line, line])
 
 
+@pytest.mark.slow
 def test_cli_export_import_export_is_byte_identical(tmp_path: Path, svc: MemoryService, clock) -> None:
     ids = build_history(svc, clock)
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
@@ -134,6 +135,7 @@ def test_purge_erases_the_text_from_every_file(svc: MemoryService, clock) -> Non
     assert [e.object for e in history(svc, subject="proj", predicate="signing_secret_path").entries] == ["kms alias/release"]
 
 
+@pytest.mark.slow
 def test_cli_purge_asks_first_and_erases(svc: MemoryService, clock) -> None:
     ids = build_history(svc, clock)
     store = str(svc.store.path)

@@ -4,6 +4,8 @@ names by id what still does not read. Real stores in temp dirs, damaged on disk.
 
 from __future__ import annotations
 
+import pytest
+
 from chronomem.service import MemoryService
 from chronomem.storage import salvage
 from chronomem.storage.doctor import check, repair
@@ -16,6 +18,7 @@ def newest_data_file(store):
     return max((store / "memories.lance" / "data").glob("*.lance"), key=lambda p: p.stat().st_mtime_ns)
 
 
+@pytest.mark.slow
 def test_deleted_newest_manifest_loses_nothing(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path
@@ -60,6 +63,7 @@ def test_the_latest_state_of_a_salvaged_row_wins(svc: MemoryService) -> None:
     assert row.expired_at is not None or row.invalid_at is not None
 
 
+@pytest.mark.slow
 def test_a_purged_project_never_comes_back(svc: MemoryService) -> None:
     from dataclasses import replace
 
@@ -110,6 +114,7 @@ def test_a_healthy_store_has_nothing_to_salvage(svc: MemoryService) -> None:
     assert repair(store).ok and not repair(store).actions
 
 
+@pytest.mark.slow
 def test_rows_a_restore_left_out_do_not_come_back(svc: MemoryService) -> None:
     from chronomem.storage.backup import take_backup
 

@@ -400,6 +400,7 @@ def test_a_named_project_keeps_paths_as_given(svc: MemoryService) -> None:
 # ---------------------------------------------------------------------------- the command line
 
 
+@pytest.mark.slow
 def test_cli_recall_by_path_and_as_of_a_tag(repo: GitRepo, tmp_path: Path) -> None:
     repo.tag("v1.0")
     env = {**os.environ, "CHRONOMEM_MODEL_PATH": str(model_dir()), "HF_HUB_OFFLINE": "1"}

@@ -111,6 +111,7 @@ def seeded(svc: MemoryService) -> MemoryService:
     return svc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", list(TOOLS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
@@ -131,6 +132,7 @@ def test_any_arguments_succeed_or_fail_in_one_line(seeded: MemoryService, tool: 
         assert seeded.store.count() == before, "a read-only tool wrote"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", INJECTIONS)
 def test_filter_injection_reaches_no_other_project(seeded: MemoryService, text: str) -> None:
     rows = seeded.store.count()
@@ -161,6 +163,7 @@ def test_filter_injection_reaches_no_other_project(seeded: MemoryService, text: 
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("date", ABSURD_DATES)
 def test_absurd_dates_are_refused_in_one_line(seeded: MemoryService, date: str) -> None:
     rows = seeded.store.count()
@@ -202,6 +205,7 @@ def deep(levels: int) -> Any:
     return value
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tool", "kwargs"),
     [
@@ -268,6 +272,7 @@ def run_mcp(svc: MemoryService, calls: list[tuple[str, dict[str, Any]]]) -> list
     return anyio.run(go)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_mcp_tool_calls_with_any_arguments_fail_in_one_line(seeded: MemoryService, data: st.DataObject) -> None:

@@ -109,6 +109,7 @@ def big(tmp_path_factory: pytest.TempPathFactory, embedder: FastEmbedder) -> tup
     return svc, clock
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [50, 200, 700, 1500, 4000])
 def test_brief_stays_within_budget_on_5000_memories(big, budget: int) -> None:
     svc, _ = big

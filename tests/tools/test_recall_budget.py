@@ -25,6 +25,7 @@ def notes(svc: MemoryService) -> dict[str, str]:
     return stored
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [20, 60, 100, 160, 250, 600, 2000])
 def test_recall_text_stays_within_budget(svc: MemoryService, notes: dict[str, str], budget: int) -> None:
     unbounded = recall(svc, "deployment rollout")
@@ -49,6 +50,7 @@ def test_a_long_memory_is_skipped_not_cut(svc: MemoryService, notes: dict[str, s
     assert "(more left out to stay within 400 tokens)" in result.message
 
 
+@pytest.mark.slow
 def test_a_long_query_is_quoted_short(svc: MemoryService, notes: dict[str, str]) -> None:
     query = "deployment rollout " + "with blue green switching " * 100
     result = recall(svc, query, budget_tokens=300)
