@@ -104,6 +104,7 @@ def test_claude_local_scope_and_rejected_project_server(repo: Path, home: Path) 
 # ---------------------------------------------------------------------------- model
 
 
+@pytest.mark.slow
 def test_model_loads_and_embeds(tmp_path: Path) -> None:
     result = check_model(Settings(store_path=tmp_path / "s", model_path=model_dir()))
     assert result.status == OK and "384-d, float32" in result.detail

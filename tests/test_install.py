@@ -54,6 +54,7 @@ def expected_env(scope: str) -> dict[str, str]:
     return {} if scope == "project" else {"CHRONOMEM_MODEL_PATH": MODEL}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_print_claude_code_shape(repo: Path, home: Path, scope: str) -> None:
     out = install("claude-code", "--scope", scope, "--print", cwd=repo, home=home)
@@ -68,6 +69,7 @@ def test_print_claude_code_shape(repo: Path, home: Path, scope: str) -> None:
     assert not (repo / ".mcp.json").exists() and not (home / ".claude.json").exists(), "--print writes nothing"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scope", ["project", "user"])
 def test_print_cursor_shape_uses_workspace_folder(repo: Path, home: Path, scope: str) -> None:
     out = install("cursor", "--scope", scope, "--print", cwd=repo, home=home)
@@ -100,6 +102,7 @@ def test_project_scope_writes_at_the_repository_root_from_a_subdirectory(repo: P
     assert not (sub / ".mcp.json").exists()
 
 
+@pytest.mark.slow
 def test_user_scope_merges_into_claude_json_keeping_everything_else(repo: Path, home: Path) -> None:
     existing = {
         "numStartups": 7,
@@ -163,6 +166,7 @@ def test_command_falls_back_to_python_dash_m(tmp_path: Path) -> None:
     assert server_command(which=lambda _: "/usr/local/bin/chronomem", executable=str(python)) == ["/usr/local/bin/chronomem"]
 
 
+@pytest.mark.slow
 def test_broken_json_is_refused_not_overwritten(repo: Path, home: Path) -> None:
     broken = '{"mcpServers": {"x": '
     (repo / ".mcp.json").write_text(broken)

@@ -26,6 +26,7 @@ def drain_extraction(runner: Consolidator) -> None:
         assert report is not None and report.did == "extract rules"
 
 
+@pytest.mark.slow
 def test_step_folds_unindexed_rows_into_the_index(svc: MemoryService) -> None:
     fill(svc, UPKEEP_MIN_UNINDEXED)
     assert svc.store.unindexed_rows() == UPKEEP_MIN_UNINDEXED

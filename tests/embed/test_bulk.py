@@ -68,6 +68,7 @@ def test_a_few_texts_or_one_worker_embed_on_the_calling_thread(tmp_path, monkeyp
     assert few._solo is None
 
 
+@pytest.mark.slow
 def test_the_float32_model_embeds_many_as_it_embeds_one(tmp_path, monkeypatch, embedder: FastEmbedder) -> None:
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path))
     exact = FastEmbedder(model_path=fp32_model_dir(), precision="float32")

@@ -37,6 +37,7 @@ def test_the_copy_is_made_once_with_the_tokenizer_beside_it(tmp_path: Path) -> N
     assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_quantising_keeps_its_advice_off_the_log(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG):
         int8_copy(model_dir(), tmp_path)

@@ -39,6 +39,7 @@ def stdio_client(store, tmp_path, mode: str = "auto") -> Client:
 
 # `auto` negotiates the 2026 protocol (server/discover); `legacy` is the initialize handshake
 # most deployed clients (Claude Code, Cursor, the Inspector) still use.
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_tools_list_describes_the_five_tools(store, tmp_path, mode):
     with anyio.fail_after(TEST_DEADLINE):

@@ -89,6 +89,7 @@ def test_deleted_middle_manifests_with_a_backup_keep_everything(svc: MemoryServi
     assert reopen(svc).store.ids_exist(ids + later) == set(ids + later)
 
 
+@pytest.mark.slow
 def test_damaged_oldest_data_file_keeps_every_row_that_reads(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path

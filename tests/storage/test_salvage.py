@@ -33,6 +33,7 @@ def test_deleted_newest_manifest_loses_nothing(svc: MemoryService) -> None:
     assert check(store).ok
 
 
+@pytest.mark.slow
 def test_deleted_middle_manifests_lose_nothing(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path
@@ -91,6 +92,7 @@ def test_a_purged_project_never_comes_back(svc: MemoryService) -> None:
     assert after.ids_exist(kept_ids + later) == set(kept_ids + later)
 
 
+@pytest.mark.slow
 def test_a_truncated_orphan_file_names_what_it_held(svc: MemoryService) -> None:
     ids = fill(svc)
     store = svc.store.path

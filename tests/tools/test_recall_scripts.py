@@ -32,6 +32,7 @@ def test_words_of_every_script_are_terms() -> None:
     assert terms("a café, ports") == ["cafe", "port"]  # English as before: single ASCII letters dropped, stemmed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(NOTES))
 def test_recall_finds_a_note_by_an_exact_word_of_its_script(svc: MemoryService, script: str) -> None:
     for text in ENGLISH:
