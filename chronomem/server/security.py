@@ -187,8 +187,12 @@ def serve_network(
     token: str | None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    sessions: Any = None,
 ) -> None:
-    """Serve `server` (an `MCPServer`) over SSE or streamable HTTP with the checks above; block until stopped."""
+    """Serve `server` (an `MCPServer`) over SSE or streamable HTTP with the checks above; block until stopped.
+
+    With `sessions` (uiauth.Sessions: the local page is on), `uiauth.UiGate` guards the page and keeps the
+    bearer check on `/mcp`."""
     import anyio
     import uvicorn
 
@@ -198,8 +202,13 @@ def serve_network(
         app = server.sse_app(transport_security=security, host=host)
     else:
         app = server.streamable_http_app(transport_security=security, host=host)
-    app = ExplainRefusals(app)
-    if token:
-        app = BearerTokenMiddleware(app, token)
+    if sessions is not None:
+        from chronomem.server.uiauth import UiGate
+
+        app = ExplainRefusals(UiGate(app, sessions, security, token))
+    else:
+        app = ExplainRefusals(app)
+        if token:
+            app = BearerTokenMiddleware(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())
     anyio.run(uvicorn.Server(config).serve)
