@@ -42,10 +42,12 @@ def serve(
         check_exposure(host, token)  # before anything starts: a refusal is one line
     limit_arenas()  # before the model's and the store's worker threads start
     server = build_server(svc)
-    sessions = _page(server, svc, host, port, token, open_browser) if ui else None
+    sessions = page_sessions(server, svc, host, port, token) if ui else None
     print(start_line(svc, transport, host, port), file=sys.stderr, flush=True)
     if sessions is not None:
         print(f"the page: {sessions.link} (this link logs in once)", file=sys.stderr, flush=True)
+        if open_browser:
+            threading.Thread(target=_open_when_listening, args=(sessions.link, port), daemon=True).start()
     if transport == "stdio":
         server.run("stdio")
     elif transport in ("sse", "http"):
@@ -54,8 +56,9 @@ def serve(
         raise ValueError(f"unknown transport {transport!r}")
 
 
-def _page(server: Any, svc: MemoryService, host: str, port: int, token: str | None, open_browser: bool) -> Any:
-    """Register the page on `server`; its sessions (token: the configured one, else one made for this process)."""
+def page_sessions(server: Any, svc: MemoryService, host: str, port: int, token: str | None) -> Any:
+    """Register the page on `server`; its sessions, with the one-time `link` to print (token: the configured
+    one, else one made for this process, so the page always asks for a login)."""
     from chronomem.server.security import is_loopback
     from chronomem.server.ui import register_ui
     from chronomem.server.uiauth import Sessions, new_secret
@@ -65,21 +68,21 @@ def _page(server: Any, svc: MemoryService, host: str, port: int, token: str | No
     shown = host if is_loopback(host) or host.strip("[]") not in ("0.0.0.0", "::", "") else "127.0.0.1"
     base = address("http", shown, port).removesuffix("/mcp")
     sessions.link = f"{base}/login?code={sessions.one_time_code()}"
-    if open_browser:
-        threading.Thread(target=_open_when_listening, args=(shown, port, sessions.link), daemon=True).start()
     return sessions
 
 
-def _open_when_listening(host: str, port: int, link: str) -> None:
+def _open_when_listening(link: str, port: int) -> None:
     """Open `link` in the user's browser once the server accepts connections (gives up after a minute)."""
     import socket
     import time
     import webbrowser
+    from urllib.parse import urlsplit
 
+    host = urlsplit(link).hostname or "127.0.0.1"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            socket.create_connection((host.strip("[]"), port), timeout=0.5).close()
+            socket.create_connection((host, port), timeout=0.5).close()
         except OSError:
             time.sleep(0.1)
             continue
