@@ -150,8 +150,12 @@ class UiGate:
         from starlette.requests import Request
 
         method = scope.get("method", "GET")
-        refusal = await self._checks.validate_request(Request(scope, receive), is_post=method == "POST")
-        if refusal is not None:  # the same 421 / 403 as /mcp (ExplainRefusals, around the gate, names the setting)
+        # Host and Origin first (the same 421 / 403 as /mcp; ExplainRefusals, around the gate, names the setting),
+        # then only JSON bodies: a cross-site <form> or no-cors fetch can send neither an allowed Origin nor JSON
+        refusal = await self._checks.validate_request(Request(scope, receive), is_post=False)
+        if refusal is None and method == "POST":
+            refusal = await self._checks.validate_request(Request(scope, receive), is_post=True)
+        if refusal is not None:
             await refusal(scope, receive, send)
             return
         if path == "/login":
