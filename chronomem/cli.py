@@ -268,9 +268,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
 
     if args.command == "consolidate":
-        from chronomem.consolidate.runner import Consolidator
-
-        steps = Consolidator(svc).run_to_completion()
+        steps = _consolidate(svc)
         if args.json:
             print(json.dumps([{"did": s.did, "seconds": round(s.seconds, 3), "detail": s.detail} for s in steps], indent=2))
         else:
@@ -327,6 +325,23 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         raise ChronomemError(f"unknown command {args.command}")
     _emit(result, args.json)
     return 0
+
+
+def _consolidate(svc: Any) -> list[Any]:
+    """Run the consolidator to completion; a progress bar over the pending notes (stderr, at a terminal)."""
+    from chronomem.consolidate.runner import Consolidator
+    from chronomem.progress import bar, shown
+
+    runner = Consolidator(svc)
+    pending = runner.pending_chunks().get("rules", 0) if shown() else 0
+    steps = []
+    with bar(pending, "consolidating", "note") as line:
+        while (step := runner.step()) is not None:
+            steps.append(step)
+            line.set_postfix_str(step.did, refresh=False)
+            line.update(step.counts.get("chunks", 0) if step.did == "extract rules" else 0)
+        steps.extend(runner.run_to_completion())  # nothing left but the final index upkeep
+    return steps
 
 
 def _plot(svc: Any, args: argparse.Namespace) -> int:
