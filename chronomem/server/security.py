@@ -8,6 +8,8 @@
   against loopback names, the bound address, and `CHRONOMEM_ALLOWED_HOSTS` /
   `CHRONOMEM_ALLOWED_ORIGINS` (comma-separated; `*` turns the check off). A foreign Host
   gets 421, a foreign Origin 403.
+- With the local page on (`chronomem ui`, `serve --ui`), `uiauth.UiGate` takes the bearer check's place:
+  the same checks on `/mcp`, and for the page the same Host/Origin checks plus its login and CSRF.
 """
 
 from __future__ import annotations

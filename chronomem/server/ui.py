@@ -23,7 +23,6 @@ Tool errors are one-line JSON `{"error": …}` with 400 (bad input) or 404 (no s
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -156,7 +155,9 @@ def register_ui(server: Any, svc: MemoryService) -> None:
         project = request.query_params.get("project") or ""
 
         def work() -> Response:
-            text = _export(svc, project)
+            from chronomem.tools.export import export_project
+
+            text = export_project(svc, project)
             name = "".join(c if c.isalnum() or c in "-_." else "_" for c in project) or "memories"
             return Response(
                 text, media_type="application/x-ndjson",
@@ -179,6 +180,7 @@ def _search(svc: MemoryService, q: dict[str, str], paths: list[str]) -> Any:
     """`recall` now, or `as_of` at `q["at"]`; the page's filters passed as the agent would pass them."""
     from chronomem.codebase import path_matches
     from chronomem.tools import as_of, recall
+    from chronomem.tools.lookup import anchors_of
 
     options: dict[str, Any] = {
         "project": q.get("project") or None,
@@ -195,17 +197,10 @@ def _search(svc: MemoryService, q: dict[str, str], paths: list[str]) -> Any:
     else:
         result = recall(svc, query, paths=paths or None, **options)
     out = result.model_dump(mode="json")
-    rows = {r.id: r for r in svc.store.find(_ids([r.id for r in result.results]))} if result.results else {}
+    anchors = anchors_of(svc.store, [r.id for r in result.results])
     for item in out["results"]:
-        row = rows.get(item["id"])
-        item["anchors"] = dict(row.anchors) if row is not None else {}
+        item["anchors"] = anchors.get(item["id"], {})
     return out
-
-
-def _ids(ids: list[str]) -> Any:
-    from chronomem.storage import Filter
-
-    return Filter().ids(ids)
 
 
 def _memory(svc: MemoryService, memory_id: Any) -> dict[str, Any]:
@@ -216,11 +211,4 @@ def _memory(svc: MemoryService, memory_id: Any) -> dict[str, Any]:
     record = get_or_fail(svc.store, valid(memory_id))
     return {**MemoryItem.of(record).model_dump(mode="json"), "anchors": dict(record.anchors)}
 
-
-def _export(svc: MemoryService, project: str) -> str:
-    """The rows of `project` as `chronomem export` writes them (every project when empty)."""
-    from chronomem.storage.portable import export_lines
-
-    lines = [line for line in export_lines(svc.store) if not project or json.loads(line).get("project") == project]
-    return "".join(line + "\n" for line in lines)
 

@@ -174,3 +174,16 @@ def test_replace_supersedes_a_fact_and_keeps_the_old_one_in_history(svc: MemoryS
     live = tools.recall(svc, "when do deploys go out").results
     assert note.id not in {r.id for r in live} and swapped.new_id in {r.id for r in live}
     assert tools.history(svc, note.id).entries[-1].reason.startswith(f"replaced by {swapped.new_id}")
+
+
+def test_the_page_refuses_to_bind_beyond_loopback_without_a_token(tmp_path, capsys, monkeypatch) -> None:
+    from chronomem.cli import main
+
+    monkeypatch.delenv("CHRONOMEM_TOKEN", raising=False)
+    assert main(["ui", "--host", "0.0.0.0", "--no-browser", "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: binding to 0.0.0.0 exposes this memory") and "\n" not in err
+    assert main(["serve", "--transport", "sse", "--ui", "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "use --transport http with --ui" in err and "\n" not in err
+    assert not (tmp_path / "s").exists()  # refused before the store was made
