@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from _server_helpers import REPO, free_port, full_env
+from _server_helpers import REPO, free_port, full_env, stop
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +67,10 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> dict[str,
                          facts=[{"subject": PROJECT, "predicate": "test_command", "object": "nox -s tests"}])
     host = tools.remember(svc, "The staging host is staging.shop.internal", valid_from="2024-02-01",
                           facts=[{"subject": PROJECT, "predicate": "staging_host", "object": "staging.shop.internal"}])
-    return {"store": store, "svc": svc, "old": old.facts[0].id, "new": new.facts[0].id, "host": host.facts[0].id}
+    branch = tools.remember(svc, "The default branch is main", valid_from="2024-01-20",
+                            facts=[{"subject": PROJECT, "predicate": "default_branch", "object": "main"}])
+    return {"store": store, "svc": svc, "old": old.facts[0].id, "new": new.facts[0].id, "host": host.facts[0].id,
+            "branch": branch.facts[0].id}
 
 
 @pytest.fixture(scope="module")
@@ -96,12 +99,7 @@ def server(seeded: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> 
             time.sleep(0.1)
         yield {"base": f"http://127.0.0.1:{port}", "link": link, "log": log_path}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +148,7 @@ def test_a_person_finds_understands_and_corrects_a_stale_fact(browser_page: Page
         page.click("#tabs button[data-tab=projects]")
     row = page.locator(f"#project-table tr[data-project={PROJECT}]")
     cells = row.locator("td").all_inner_texts()
-    assert cells[:4] == [PROJECT, "4", "2", "1"], cells  # 2 live notes + 2 facts; pytest superseded
+    assert cells[:4] == [PROJECT, "6", "3", "1"], cells  # 3 live notes + 3 facts; pytest superseded
     page.screenshot(path=str(SHOTS / "projects.png"))
     row.click()
 
@@ -175,6 +173,8 @@ def test_a_person_finds_understands_and_corrects_a_stale_fact(browser_page: Page
     assert page.inner_text("#asof-label").startswith("2024-01-10")
     then = search(page, "how do we run the tests")[0]
     assert then["kind"] == "fact" and then["text"].endswith(": pytest")  # the row now carrying pytest's closed interval
+    expect(page.locator("#search-timeline svg line.asof")).to_have_count(1)  # the moment marked on the timeline
+    expect(page.locator("#search-message")).to_contain_text("as of 2024-01-10")
     page.screenshot(path=str(SHOTS / "as-of-slider.png"))
     page.click("#asof-now")
     expect(page.locator("#results .result").first).to_have_attribute("data-id", seeded["new"])
@@ -198,6 +198,21 @@ def test_a_person_finds_understands_and_corrects_a_stale_fact(browser_page: Page
     drawn = bars(page, "#timeline-view")
     assert [(b["value"], b["status"]) for b in drawn] == [("pytest", "ended"), ("nox -s tests", "ended")]
     assert "we went back to plain pytest" in page.inner_text("#timeline-view")
+
+    # "This replaces that" from a search result: the new value supersedes, the old one stays on the timeline
+    page.click("#tabs button[data-tab=search]")
+    branch = search(page, "what is the default branch")
+    assert branch[0]["id"] == seeded["branch"]
+    page.click(f"#results .result[data-id='{seeded['branch']}'] button.replace")
+    page.fill("#replace-value", "trunk")
+    with page.expect_response(lambda r: "/api/replace" in r.url) as answer:
+        page.click("#replace-form button")
+    assert answer.value.status == 200
+    expect(page.locator("#correct-message")).to_contain_text("is now 'trunk'")
+    page.click("#tabs button[data-tab=search]")
+    assert search(page, "what is the default branch")[0]["text"].endswith(": trunk")
+    drawn = bars(page, "#search-timeline")
+    assert [(b["value"], b["status"]) for b in drawn] == [("main", "ended"), ("trunk", "current")]
 
     # The brief, as an agent gets it, with its token count
     page.click("#tabs button[data-tab=brief]")

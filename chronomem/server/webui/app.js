@@ -110,7 +110,7 @@ async function search() {
   try {
     const data = await api("/api/search", { q, path: paths, project: state.project, scope: $("scope").value, at: state.asof, limit: 10 });
     say("");
-    $("search-message").textContent = data.message;
+    $("search-message").textContent = (state.asof ? `as of ${when(state.asof)}: ` : "") + data.message;
     const list = $("results");
     list.replaceChildren(...data.results.map(resultItem));
     const fact = data.results.find((r) => r.kind === "fact");
