@@ -174,8 +174,7 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     the model's bulk embedding, the store's write lock held for the swap, progress on stderr at a terminal."""
     from dataclasses import replace
 
-    from tqdm import tqdm
-
+    from chronomem.progress import bar as progress_bar
     from chronomem.storage.reembed import open_table, reembed, survey
 
     target = replace(
@@ -206,8 +205,7 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     seen = survey(path, embedder.name, embedder.dim)
     if not seen.up_to_date and not args.yes:
         _confirm_reembed(seen)
-    show = not args.quiet and sys.stderr.isatty()
-    with tqdm(total=seen.stale, desc="re-embedding", unit="memory", file=sys.stderr, disable=not show) as bar:
+    with progress_bar(seen.stale, "re-embedding", "memory", quiet=args.quiet) as bar:
 
         def started(total: int, done: int) -> None:
             bar.reset(total=total)
@@ -303,13 +301,13 @@ def _export(svc: Any, out: str | None) -> int:
 
     store = svc.store
     if out is None:
-        count = _write_lines(export_lines(store), sys.stdout)
+        count = _write_lines(export_lines(store), sys.stdout, store.count())
     else:
         target = Path(out)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                count = _write_lines(export_lines(store), handle)
+                count = _write_lines(export_lines(store), handle, store.count())
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -318,11 +316,16 @@ def _export(svc: Any, out: str | None) -> int:
     return 0
 
 
-def _write_lines(lines: Any, handle: TextIO) -> int:
+def _write_lines(lines: Any, handle: TextIO, total: int) -> int:
+    """Write each line to `handle`, with a progress bar over the `total` rows (stderr, at a terminal)."""
+    from chronomem.progress import bar
+
     count = 0
-    for line in lines:
-        handle.write(line + "\n")
-        count += 1
+    with bar(total, "exporting", "memory") as shown:
+        for line in lines:
+            handle.write(line + "\n")
+            count += 1
+            shown.update(1)
     return count
 
 
@@ -341,8 +344,6 @@ def _read_text_lines(file: str) -> list[str]:
 
 
 def _import(svc: Any, args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from chronomem.importers.memory_jsonl import looks_like_memory_jsonl
     from chronomem.storage.portable import import_records, read_export, require_empty
 
@@ -356,7 +357,9 @@ def _import(svc: Any, args: argparse.Namespace) -> int:
     records = read_export(lines)
     store = svc.store
     require_empty(store)
-    with svc.writing(), tqdm(total=len(records), desc="embedding", unit="memory", file=sys.stderr, disable=args.quiet or not sys.stderr.isatty()) as bar:
+    from chronomem.progress import bar as progress_bar
+
+    with svc.writing(), progress_bar(len(records), "embedding", "memory", quiet=args.quiet) as bar:
         count = import_records(store, records, svc.embedder.embed_many, progress=bar.update, embed_model=svc.embedder.name)
     if as_json:
         print(json.dumps({"imported": count, "store": str(store.path)}))
@@ -367,12 +370,10 @@ def _import(svc: Any, args: argparse.Namespace) -> int:
 
 def _import_memory_jsonl(svc: Any, args: argparse.Namespace, lines: list[str]) -> int:
     """The reference MCP memory server's graph into a project; progress on stderr when it is a terminal."""
-    from tqdm import tqdm
-
     from chronomem.importers.memory_jsonl import import_memory_jsonl
+    from chronomem.progress import bar as progress_bar
 
-    show = not args.quiet and sys.stderr.isatty()
-    with tqdm(desc="importing", unit="item", file=sys.stderr, disable=not show) as bar:
+    with progress_bar(None, "importing", "item", quiet=args.quiet) as bar:
 
         def started(total: int) -> None:
             bar.reset(total=total)
@@ -424,7 +425,10 @@ def _purge(svc: Any, args: argparse.Namespace) -> int:
             return 0
         if not args.yes:
             _confirm(plan.rows)
-        report = erase(store, plan)
+        from chronomem.progress import ticking
+
+        with ticking(f"purging {len(plan.rows)} memories (rewriting the table, erasing old versions)"):
+            report = erase(store, plan)
     if args.json:
         print(json.dumps({"purged": report.removed, "ids": plan.ids, "reasons_scrubbed": report.reasons_scrubbed}))
     else:
@@ -462,7 +466,13 @@ def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     from chronomem.checks import FAIL, run_checks
     from chronomem.storage.doctor import check, repair
 
-    report = repair(settings.store_path) if args.repair else check(settings.store_path)
+    if args.repair:
+        from chronomem.progress import ticking
+
+        with ticking("repairing (reading every row, salvaging, merging the newest backup)"):
+            report = repair(settings.store_path)
+    else:
+        report = check(settings.store_path)
     stored = (report.model, report.dim) if report.model is not None and report.dim is not None else None
     checks = run_checks(settings, store_ok=report.ok, stored=stored, row_models=report.row_models)
     ok = report.ok and all(c.status != FAIL for c in checks)

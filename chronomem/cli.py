@@ -61,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="bearer token required on every sse/http request (default $CHRONOMEM_TOKEN); "
         "needed to bind to a non-loopback --host",
     )
+    p.add_argument("--ui", action="store_true", help="with --transport http: also serve the local page at / (see `ui`)")
+
+    p = sub.add_parser("ui", parents=[common], help="open the local page: projects, search, fact timelines, brief, corrections")
+    p.add_argument("--port", type=int, default=8766, help="port (default 8766); the same server also answers MCP at /mcp")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; any other needs a token)")
+    p.add_argument("--token", help="the page's token (default $CHRONOMEM_TOKEN, else a random one for this run)")
+    p.add_argument("--no-browser", action="store_true", help="print the one-time link, do not open a browser")
 
     p = sub.add_parser("remember", parents=[common], help="store a statement (and optional facts)")
     p.add_argument("content", help="the text to remember; '-' reads standard input")
@@ -111,9 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", help="when it stopped being true (default now)")
 
     p = sub.add_parser("history", parents=[common], help="a fact's supersession chain")
-    p.add_argument("id", nargs="?", help="the id of any memory in the chain (or give --subject and --predicate)")
+    p.add_argument(
+        "id", nargs="?", metavar="ID|QUERY",
+        help="the id of any memory in the chain, or words naming the fact (or give --subject and --predicate)",
+    )
     p.add_argument("--subject", help="the fact's subject, with --predicate")
     p.add_argument("--predicate", help="the fact's predicate, with --subject")
+    p.add_argument("--plot", metavar="FILE", help="draw the fact's timeline into FILE (.png or .svg)")
 
     p = sub.add_parser("brief", parents=[common], help="the session brief: current facts and recent changes, within a budget")
     p.add_argument("--budget-tokens", type=int, help="most tokens it may take (default $CHRONOMEM_BRIEF_TOKENS or 1500)")
@@ -231,31 +242,33 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return install.run(args)
     if args.command in admin.COMMANDS:
         return admin.run(args, settings)
-    token = (args.token or os.environ.get("CHRONOMEM_TOKEN") or None) if args.command == "serve" else None
-    if args.command == "serve" and args.transport != "stdio":
+    network = args.command == "ui" or (args.command == "serve" and args.transport != "stdio")
+    token = (args.token or os.environ.get("CHRONOMEM_TOKEN") or None) if args.command in ("serve", "ui") else None
+    if network:
         from chronomem.server.security import check_exposure
 
         check_exposure(args.host, token)  # refuse at once, before anything loads
 
     svc = MemoryService(settings)
-    if args.command == "serve":
+    if args.command in ("serve", "ui"):
         from chronomem.server.transports import serve
 
+        page = args.command == "ui" or args.ui
         serve(
             svc,
-            args.transport,
+            "http" if args.command == "ui" else args.transport,
             host=args.host,
             port=args.port,
             token=token,
             allowed_hosts=_csv(os.environ.get("CHRONOMEM_ALLOWED_HOSTS")),
             allowed_origins=_csv(os.environ.get("CHRONOMEM_ALLOWED_ORIGINS")),
+            ui=page,
+            open_browser=args.command == "ui" and not args.no_browser,
         )
         return 0
 
     if args.command == "consolidate":
-        from chronomem.consolidate.runner import Consolidator
-
-        steps = Consolidator(svc).run_to_completion()
+        steps = _consolidate(svc)
         if args.json:
             print(json.dumps([{"did": s.did, "seconds": round(s.seconds, 3), "detail": s.detail} for s in steps], indent=2))
         else:
@@ -272,6 +285,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return _projects(svc, args.json)
 
     from chronomem import tools
+    from chronomem.tools.timeline import find_fact
+    from chronomem.tools.validate import looks_like_id
 
     if args.command == "remember":
         content = _read_stdin() if args.content == "-" else args.content
@@ -298,7 +313,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     elif args.command == "forget":
         result = tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
     elif args.command == "history":
-        result = tools.history(svc, args.id, subject=args.subject, predicate=args.predicate)
+        if args.plot:
+            return _plot(svc, args)
+        ident = args.id if args.id is None or looks_like_id(args.id) else find_fact(svc, args.id, None)
+        result = tools.history(svc, ident, subject=args.subject, predicate=args.predicate)
     elif args.command == "brief":
         from chronomem.tools.brief import brief
 
@@ -306,6 +324,39 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     else:  # pragma: no cover - argparse restricts the choices
         raise ChronomemError(f"unknown command {args.command}")
     _emit(result, args.json)
+    return 0
+
+
+def _consolidate(svc: Any) -> list[Any]:
+    """Run the consolidator to completion; a progress bar over the pending notes (stderr, at a terminal)."""
+    from chronomem.consolidate.runner import Consolidator
+    from chronomem.progress import bar, shown
+
+    runner = Consolidator(svc)
+    pending = runner.pending_chunks().get("rules", 0) if shown() else 0
+    steps = []
+    with bar(pending, "consolidating", "note") as line:
+        while (step := runner.step()) is not None:
+            steps.append(step)
+            line.set_postfix_str(step.did, refresh=False)
+            line.update(step.counts.get("chunks", 0) if step.did == "extract rules" else 0)
+        steps.extend(runner.run_to_completion())  # nothing left but the final index upkeep
+    return steps
+
+
+def _plot(svc: Any, args: argparse.Namespace) -> int:
+    """`history … --plot FILE`: the fact's timeline drawn into FILE (plot.py); one line says what was drawn."""
+    from chronomem.plot import plot_timeline
+    from chronomem.tools.timeline import timeline
+    from chronomem.tools.validate import looks_like_id
+
+    named = args.id if args.id is None or looks_like_id(args.id) else None
+    drawn = timeline(svc, named, subject=args.subject, predicate=args.predicate, query=None if named else args.id)
+    made = plot_timeline(drawn, args.plot)
+    if args.json:
+        print(json.dumps({"file": str(made.path), "values": made.values, **drawn.model_dump(mode="json")}, indent=2))
+    else:
+        print(f"{drawn.message} Drew {len(made.values)} value(s) to {made.path}")
     return 0
 
 

@@ -8,6 +8,8 @@
   against loopback names, the bound address, and `CHRONOMEM_ALLOWED_HOSTS` /
   `CHRONOMEM_ALLOWED_ORIGINS` (comma-separated; `*` turns the check off). A foreign Host
   gets 421, a foreign Origin 403.
+- With the local page on (`chronomem ui`, `serve --ui`), `uiauth.UiGate` takes the bearer check's place:
+  the same checks on `/mcp`, and for the page the same Host/Origin checks plus its login and CSRF.
 """
 
 from __future__ import annotations
@@ -179,6 +181,35 @@ class ExplainRefusals:
         await self.app(scope, receive, explain)
 
 
+def network_app(
+    server: Any,
+    transport: str,
+    host: str,
+    token: str | None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    sessions: Any = None,
+) -> Any:
+    """The ASGI app serving `server` (an `MCPServer`) over SSE or streamable HTTP with the checks above.
+
+    With `sessions` (uiauth.Sessions: the local page is on), `uiauth.UiGate` guards the page and keeps the
+    bearer check on `/mcp`."""
+    check_exposure(host, token)
+    security = transport_security(host, allowed_hosts, allowed_origins)
+    if transport == "sse":
+        app = server.sse_app(transport_security=security, host=host)
+    else:
+        app = server.streamable_http_app(transport_security=security, host=host)
+    if sessions is not None:
+        from chronomem.server.uiauth import UiGate
+
+        return ExplainRefusals(UiGate(app, sessions, security, token))
+    app = ExplainRefusals(app)
+    if token:
+        app = BearerTokenMiddleware(app, token)
+    return app
+
+
 def serve_network(
     server: Any,
     transport: str,
@@ -187,19 +218,12 @@ def serve_network(
     token: str | None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    sessions: Any = None,
 ) -> None:
-    """Serve `server` (an `MCPServer`) over SSE or streamable HTTP with the checks above; block until stopped."""
+    """Serve `network_app(...)` with uvicorn on `host`:`port`; block until stopped."""
     import anyio
     import uvicorn
 
-    check_exposure(host, token)
-    security = transport_security(host, allowed_hosts, allowed_origins)
-    if transport == "sse":
-        app = server.sse_app(transport_security=security, host=host)
-    else:
-        app = server.streamable_http_app(transport_security=security, host=host)
-    app = ExplainRefusals(app)
-    if token:
-        app = BearerTokenMiddleware(app, token)
+    app = network_app(server, transport, host, token, allowed_hosts, allowed_origins, sessions)
     config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())
     anyio.run(uvicorn.Server(config).serve)

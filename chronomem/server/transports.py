@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from chronomem.service import MemoryService
 
@@ -19,27 +20,74 @@ def serve(
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    ui: bool = False,
+    open_browser: bool = False,
 ) -> None:
     """Block serving MCP until the client disconnects (stdio) or the process is stopped (HTTP).
 
     SSE and HTTP refuse a non-loopback `host` without a bearer `token`, require the token on
-    every request when one is set, and check Host/Origin headers (see `security`).
+    every request when one is set, and check Host/Origin headers (see `security`). With `ui`
+    (streamable HTTP only) the same app also serves the local page (server/ui.py) behind
+    `uiauth`'s gate; a one-time login link goes to stderr, and to the browser with `open_browser`.
     """
     from chronomem.server.app import build_server
     from chronomem.malloc import limit_arenas
     from chronomem.server.security import check_exposure, serve_network
 
+    if ui and transport != "http":
+        from chronomem.errors import InvalidInput
+
+        raise InvalidInput("the page is served with the streamable HTTP transport: use --transport http with --ui")
     if transport in ("sse", "http"):
         check_exposure(host, token)  # before anything starts: a refusal is one line
     limit_arenas()  # before the model's and the store's worker threads start
     server = build_server(svc)
+    sessions = page_sessions(server, svc, host, port, token) if ui else None
     print(start_line(svc, transport, host, port), file=sys.stderr, flush=True)
+    if sessions is not None:
+        print(f"the page: {sessions.link} (this link logs in once)", file=sys.stderr, flush=True)
+        if open_browser:
+            threading.Thread(target=_open_when_listening, args=(sessions.link, port), daemon=True).start()
     if transport == "stdio":
         server.run("stdio")
     elif transport in ("sse", "http"):
-        serve_network(server, transport, host, port, token, allowed_hosts, allowed_origins)
+        serve_network(server, transport, host, port, token, allowed_hosts, allowed_origins, sessions=sessions)
     else:  # pragma: no cover - the CLI restricts the choices
         raise ValueError(f"unknown transport {transport!r}")
+
+
+def page_sessions(server: Any, svc: MemoryService, host: str, port: int, token: str | None) -> Any:
+    """Register the page on `server`; its sessions, with the one-time `link` to print (token: the configured
+    one, else one made for this process, so the page always asks for a login)."""
+    from chronomem.server.security import is_loopback
+    from chronomem.server.ui import register_ui
+    from chronomem.server.uiauth import Sessions, new_secret
+
+    register_ui(server, svc)
+    sessions = Sessions(token or new_secret(), port)
+    shown = host if is_loopback(host) or host.strip("[]") not in ("0.0.0.0", "::", "") else "127.0.0.1"
+    base = address("http", shown, port).removesuffix("/mcp")
+    sessions.link = f"{base}/login?code={sessions.one_time_code()}"
+    return sessions
+
+
+def _open_when_listening(link: str, port: int) -> None:
+    """Open `link` in the user's browser once the server accepts connections (gives up after a minute)."""
+    import socket
+    import time
+    import webbrowser
+    from urllib.parse import urlsplit
+
+    host = urlsplit(link).hostname or "127.0.0.1"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+        except OSError:
+            time.sleep(0.1)
+            continue
+        webbrowser.open(link)
+        return
 
 
 def address(transport: Transport, host: str, port: int) -> str:

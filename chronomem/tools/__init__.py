@@ -6,6 +6,8 @@ One module per tool. Each handler takes a `MemoryService` and plain arguments, v
 (spec.py) is the tool as MCP publishes it: title, description for the calling model, behaviour
 hints, input schema and argument aliases; `SPECS` lists them in the order the server lists its tools.
 `brief.py` is the session brief, which the server offers as a resource and a prompt, not a tool.
+For the local page and the command line, not MCP: `timeline.py` (a fact's values as bars on a time axis),
+`overview.py` (counts per project) and `correct.py` ("this replaces that", from remember and forget).
 Tools reach LanceDB only through `chronomem.storage` and `chronomem.search`.
 """
 

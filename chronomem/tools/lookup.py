@@ -39,3 +39,10 @@ def original_id(store: MemoryStore, record: MemoryRecord) -> str:
             return current.revision_of
         current = parent[0]
     return current.id
+
+
+def anchors_of(store: MemoryStore, ids: list[str]) -> dict[str, dict[str, str]]:
+    """The code anchors (file → blob id) of each of these memories, as reads see them."""
+    if not ids:
+        return {}
+    return {r.id: dict(r.anchors) for r in store.find(Filter().ids(ids), limit=len(ids))}

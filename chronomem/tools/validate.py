@@ -58,6 +58,11 @@ def bounded_int(value: Any, field: str, low: int, high: int) -> int:
 _ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 
+def looks_like_id(value: Any) -> bool:
+    """Whether `value` has a memory id's shape (so a command line's ID|QUERY argument is an id, not words)."""
+    return isinstance(value, str) and bool(_ID.match(value.strip().upper()))
+
+
 def memory_id(value: Any) -> str:
     """A memory id: the 26-character ULID every result carries."""
     if not isinstance(value, str) or not value.strip():

@@ -107,13 +107,18 @@ def running_server(
                     time.sleep(0.05)
             yield f"http://127.0.0.1:{port}"
         finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End a server process this test started: SIGTERM, then SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 # ---------------------------------------------------------------------------- tool calls
