@@ -2,7 +2,8 @@
 API against a real `chronomem ui` process on a seeded store. A person's path through it: log in with the one-time
 link, see the projects, search, see the superseded value below the current one on its timeline, slide `as of` back
 and see the old value, forget the current one and see it leave recall but stay in history; and a page on another
-origin cannot change anything. Screenshots go to eval/results/ui/ (the README shows one).
+origin cannot change anything. Screenshots go to CHRONOMEM_SCREENSHOTS when set
+(`CHRONOMEM_SCREENSHOTS=eval/results/ui` refreshes the README's), else to the test's temporary directory.
 
 Skips, saying why, when Playwright or Chromium is missing (.ci/run installs both where it can)."""
 
@@ -23,12 +24,11 @@ from typing import Any
 
 import pytest
 
-from _server_helpers import REPO, free_port, full_env, stop
+from _server_helpers import free_port, full_env, stop
 
 pytestmark = pytest.mark.slow
 
 CHROMIUM = os.environ.get("CHRONOMEM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-SHOTS = REPO / "eval" / "results" / "ui"
 PROJECT = "shop"
 #: Bound on any wait for the page (a hang fails the test instead of reaching pytest-timeout).
 WAIT_MS = 60_000
@@ -103,9 +103,17 @@ def server(seeded: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: CHRONOMEM_SCREENSHOTS, else a temporary directory (tests write nowhere else)."""
+    chosen = os.environ.get("CHRONOMEM_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
 def browser_page(server: dict[str, Any]) -> Iterator[Page]:
     """One Chromium page, logged in through the one-time link."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         context = browser.new_context(viewport={"width": 1280, "height": 860})
@@ -141,7 +149,9 @@ def bars(page: Page, panel: str) -> list[dict[str, str]]:
     )
 
 
-def test_a_person_finds_understands_and_corrects_a_stale_fact(browser_page: Page, seeded: dict[str, Any], server: dict[str, Any]) -> None:
+def test_a_person_finds_understands_and_corrects_a_stale_fact(
+    browser_page: Page, seeded: dict[str, Any], server: dict[str, Any], shots: Path
+) -> None:
     page = browser_page
     # Projects: counts for the seeded project
     with page.expect_response(lambda r: "/api/projects" in r.url):
@@ -149,7 +159,7 @@ def test_a_person_finds_understands_and_corrects_a_stale_fact(browser_page: Page
     row = page.locator(f"#project-table tr[data-project={PROJECT}]")
     cells = row.locator("td").all_inner_texts()
     assert cells[:4] == [PROJECT, "6", "3", "1"], cells  # 3 live notes + 3 facts; pytest superseded
-    page.screenshot(path=str(SHOTS / "projects.png"))
+    page.screenshot(path=str(shots / "projects.png"))
     row.click()
 
     # Search now: the current value first; the superseded one below it, on the fact's timeline
@@ -159,9 +169,9 @@ def test_a_person_finds_understands_and_corrects_a_stale_fact(browser_page: Page
     drawn = bars(page, "#search-timeline")
     assert [(b["value"], b["status"]) for b in drawn] == [("pytest", "ended"), ("nox -s tests", "current")]
     assert "replaced by “nox -s tests”" in page.inner_text("#search-timeline")
-    page.click(f"#search-timeline rect.bar[data-value='pytest']")  # click through to the verbatim note
+    page.click("#search-timeline rect.bar[data-value='pytest']")  # click through to the verbatim note
     assert page.inner_text("#note-text") == "We run the tests with pytest"
-    page.screenshot(path=str(SHOTS / "search-timeline.png"))
+    page.screenshot(path=str(shots / "search-timeline.png"))
     page.click("#note-close")
 
     # Slide as_of back to the start of the project's memory: the old value answers
@@ -175,7 +185,7 @@ def test_a_person_finds_understands_and_corrects_a_stale_fact(browser_page: Page
     assert then["kind"] == "fact" and then["text"].endswith(": pytest")  # the row now carrying pytest's closed interval
     expect(page.locator("#search-timeline svg line.asof")).to_have_count(1)  # the moment marked on the timeline
     expect(page.locator("#search-message")).to_contain_text("as of 2024-01-10")
-    page.screenshot(path=str(SHOTS / "as-of-slider.png"))
+    page.screenshot(path=str(shots / "as-of-slider.png"))
     page.click("#asof-now")
     expect(page.locator("#results .result").first).to_have_attribute("data-id", seeded["new"])
 
@@ -187,7 +197,7 @@ def test_a_person_finds_understands_and_corrects_a_stale_fact(browser_page: Page
         page.click("#forget-form button")
     assert answer.value.status == 200
     expect(page.locator("#correct-message")).to_contain_text("no longer valid")
-    page.screenshot(path=str(SHOTS / "correct.png"))
+    page.screenshot(path=str(shots / "correct.png"))
     page.click("#tabs button[data-tab=search]")
     after = search(page, "how do we run the tests")
     assert seeded["new"] not in {r["id"] for r in after}
