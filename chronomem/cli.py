@@ -115,6 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subject", help="the fact's subject, with --predicate")
     p.add_argument("--predicate", help="the fact's predicate, with --subject")
 
+    p = sub.add_parser("entity", parents=[common], help="an entity's views: counts, latest values, extremes over its facts")
+    p.add_argument("name", nargs="?", help="the entity (a test, dependency, service, module)")
+    p.add_argument("--view", help="one view (flaky, incidents, version, owner, port, or one declared in entities.toml)")
+    p.add_argument("--as-of", help="valid time to read at (ISO 8601, a phrase, or a git ref; default now)")
+    p.add_argument("--known-at", help="as recorded at this time (default now)")
+
     p = sub.add_parser("brief", parents=[common], help="the session brief: current facts and recent changes, within a budget")
     p.add_argument("--budget-tokens", type=int, help="most tokens it may take (default $CHRONOMEM_BRIEF_TOKENS or 1500)")
 
@@ -299,6 +305,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         result = tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
     elif args.command == "history":
         result = tools.history(svc, args.id, subject=args.subject, predicate=args.predicate)
+    elif args.command == "entity":
+        result = tools.entity(svc, args.name, view=args.view, as_of=args.as_of, known_at=args.known_at)
     elif args.command == "brief":
         from chronomem.tools.brief import brief
 
