@@ -79,6 +79,8 @@ class Settings:
     gate_policy: str = DEFAULT_GATE_POLICY
     gate_novelty: float = DEFAULT_GATE_NOVELTY
     gate_salience: float = DEFAULT_GATE_SALIENCE
+    #: A TOML file declaring entity views (CHRONOMEM_ENTITIES); unset: `entities.toml` in the store directory.
+    entities_file: Path | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -110,6 +112,7 @@ class Settings:
             gate_policy=_gate_policy(env.get("CHRONOMEM_GATE")),
             gate_novelty=_unit(env.get("CHRONOMEM_GATE_NOVELTY"), DEFAULT_GATE_NOVELTY),
             gate_salience=_unit(env.get("CHRONOMEM_GATE_SALIENCE"), DEFAULT_GATE_SALIENCE),
+            entities_file=Path(env["CHRONOMEM_ENTITIES"]).expanduser() if env.get("CHRONOMEM_ENTITIES") else None,
         )
 
 

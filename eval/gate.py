@@ -37,7 +37,7 @@ def run(data: str, policy: str, novelty: float | None, salience: float | None, o
         os.environ["CHRONOMEM_GATE_NOVELTY"] = str(novelty)
     if salience is not None:
         os.environ["CHRONOMEM_GATE_SALIENCE"] = str(salience)
-    from eval.devmem import Query, Replay, Upkeep, Write, agent_steps, score, timeline
+    from eval.devmem import SYSTEM, Query, Replay, Upkeep, Write, agent_steps, score, timeline
 
     started = time.perf_counter()
     data_dir = resolve_data_dir(data)
@@ -67,7 +67,7 @@ def run(data: str, policy: str, novelty: float | None, salience: float | None, o
                 "salience": None if record is None else record.event_salience,
                 "prediction_error": None if record is None else record.prediction_error,
             })
-    system = score(queries, replay.answers["recall"], project_of)
+    system = score(queries, replay.answers[SYSTEM], project_of)
     payload = {
         "split": data_dir.name, "policy": policy,
         "thresholds": {"novelty": settings.gate_novelty, "salience": settings.gate_salience},

@@ -28,7 +28,6 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from chronomem.errors import InvalidInput
@@ -86,7 +85,7 @@ class EntityValue:
 def load_views(svc: MemoryService) -> dict[str, View]:
     """The built-in views, with the store's `entities.toml` (or CHRONOMEM_ENTITIES') added over them by name."""
     views = {v.name: v for v in BUILTIN}
-    path = Path(svc.settings.extra.get("entities") or svc.settings.store_path / VIEWS_FILE)
+    path = svc.settings.entities_file or svc.settings.store_path / VIEWS_FILE
     if path.is_file():
         views.update(parse_views(path.read_text(encoding="utf-8"), str(path)))
     return views

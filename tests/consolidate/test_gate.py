@@ -107,3 +107,11 @@ def test_demote_policy_stores_the_mark_and_ranks_it_below_an_equal_note(tmp_path
     # equal evidence but for the `!`: the demoted restatement scores below the note it restates ("the newer wins"
     # may still list it first: it says the same thing, later)
     assert scores[second.id] < scores[first.id]
+
+
+def test_the_policy_and_thresholds_come_from_the_environment(tmp_path: Path) -> None:
+    env = {"CHRONOMEM_GATE": " Skip ", "CHRONOMEM_GATE_NOVELTY": "0.2", "CHRONOMEM_GATE_SALIENCE": "7"}
+    settings = Settings.from_env(store=tmp_path, environ=env)
+    assert (settings.gate_policy, settings.gate_novelty, settings.gate_salience) == ("skip", 0.2, 1.0)
+    fallback = Settings.from_env(store=tmp_path, environ={"CHRONOMEM_GATE": "drop-everything", "CHRONOMEM_GATE_NOVELTY": "x"})
+    assert fallback.gate_policy == "record" and fallback.gate_novelty == Settings(store_path=tmp_path).gate_novelty
