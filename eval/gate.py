@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eval.common import RESULTS_DIR, make_embedder, read_jsonl, resolve_data_dir, temp_service
+from eval.common import RESULTS_DIR, make_embedder, median_ms, read_jsonl, resolve_data_dir, temp_service
 
 KEPT_FIGURES = (
     "macro_hit@1", "current_hit@1", "stale_leak_changed", "as_of_accuracy", "multi_hop_both@5", "history_kendall_tau",
@@ -37,7 +37,7 @@ def run(data: str, policy: str, novelty: float | None, salience: float | None, o
         os.environ["CHRONOMEM_GATE_NOVELTY"] = str(novelty)
     if salience is not None:
         os.environ["CHRONOMEM_GATE_SALIENCE"] = str(salience)
-    from eval.devmem import SYSTEM, Query, Replay, Upkeep, Write, agent_steps, score, timeline
+    from eval.devmem import SYSTEM, Query, Replay, Upkeep, Write, agent_steps, score
 
     started = time.perf_counter()
     data_dir = resolve_data_dir(data)
@@ -51,13 +51,7 @@ def run(data: str, policy: str, novelty: float | None, salience: float | None, o
     with temp_service("devmem", embedder) as svc:
         settings = svc.settings
         replay = Replay(svc, False, agent_steps(slots), [], Upkeep(svc))
-        for i, event in enumerate(timeline(writes, queries), start=1):
-            if isinstance(event, Write):
-                replay.write(event)
-            else:
-                replay.answer(event)
-            if i % 500 == 0:
-                print(f"{i} events, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        replay.play(writes, queries, started)
         for w in writes:
             chunk_id = replay.memories[w.id][0]
             record = svc.store.get(chunk_id) if chunk_id else None
@@ -74,6 +68,7 @@ def run(data: str, policy: str, novelty: float | None, salience: float | None, o
         "system": {k: system[k] for k in KEPT_FIGURES}, "writes": rows,
         "gold": sorted({g for q in queries for g in q.gold_ids}),
         "run_seconds": round(time.perf_counter() - started, 1),
+        "write_median_ms": median_ms(replay.write_seconds),
     }
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"gate-{data_dir.name}-{policy}.json"
@@ -123,8 +118,12 @@ def report(out: Path) -> str:
             effect = removal(run_["writes"], lambda r: r["decision"] in ("skipped", "demoted"), gold)
             for key, value in effect.items():
                 cells.setdefault(key.replace("_", " "), []).append(f"{value:.3f}")
+            cells.setdefault("remember median ms (write + consolidator turn)", []).append(str(run_.get("write_median_ms", "–")))
             for key in KEPT_FIGURES:
                 value = run_["system"][key]
+                if value is None:
+                    cells.setdefault(key, []).append("–")
+                    continue
                 delta = "" if base is None or policy == "record" else f" ({value - base['system'][key]:+.3f})"
                 cells.setdefault(key, []).append(f"{value:.3f}{delta}")
         thresholds = next(runs[(s, policy)]["thresholds"] for s in splits if (s, policy) in runs)
