@@ -118,7 +118,7 @@ def report(out: Path) -> str:
             effect = removal(run_["writes"], lambda r: r["decision"] in ("skipped", "demoted"), gold)
             for key, value in effect.items():
                 cells.setdefault(key.replace("_", " "), []).append(f"{value:.3f}")
-            cells.setdefault("remember median ms (write + consolidator turn)", []).append(str(run_.get("write_median_ms", "–")))
+            cells.setdefault("remember median ms", []).append(str(run_.get("write_median_ms", "–")))
             for key in KEPT_FIGURES:
                 value = run_["system"][key]
                 if value is None:
