@@ -31,6 +31,7 @@ from datetime import datetime
 from chronomem.consolidate.extract_rules import extract
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES, plan_fact
 from chronomem.consolidate.salience import event_salience
+from chronomem.project import display_name
 from chronomem.records import MemoryRecord, new_id, normalize_predicate, normalize_subject
 from chronomem.search.engine import vector_search
 from chronomem.service import MemoryService
@@ -77,18 +78,20 @@ def prediction_error(
     svc: MemoryService, project: str, text: str, facts: Sequence[tuple[str, str, str]], valid_at: datetime, now: datetime
 ) -> tuple[float, tuple[str, ...]]:
     """How much `text` (and the agent's (subject, predicate, object) `facts`) changes the project's current facts."""
-    stated = [(normalize_subject(s), normalize_predicate(p), o) for s, p, o in facts]
+    stated: list[tuple[str, str, str, datetime | None]] = [
+        (normalize_subject(s), normalize_predicate(p), o, None) for s, p, o in facts
+    ]
     error, about = NOTHING, []
-    for e in extract(text, project):
+    for e in extract(text, display_name(project)):  # as the rules stage reads it (stage_rules.py)
         if e.kind in ("retract", "replace"):  # by its form it ends or moves a value stored before
             error = CHANGES
             about.append(f"{e.kind} {e.topic or e.old_value or e.object or ''}".strip())
         elif e.subject and e.predicate and e.object:
-            stated.append((e.subject, e.predicate, e.object))
-    for subject, predicate, obj in stated:
+            stated.append((e.subject, e.predicate, e.object, e.valid_from))
+    for subject, predicate, obj, when in stated:
         probe = MemoryRecord(
             id=new_id(now), kind="fact", project=project, content="", subject=subject, predicate=predicate,
-            object=obj, valid_at=valid_at, created_at=now, source="rules",
+            object=obj, valid_at=when or valid_at, created_at=now, source="rules",
         )
         rows = [r for r in svc.store.find(Filter().projects([project]).slot(subject, predicate).known(now)) if r.expired_at is None]
         plan = plan_fact(probe, rows, multi_valued=predicate in MULTI_VALUED_PREDICATES)
