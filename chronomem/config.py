@@ -45,7 +45,7 @@ DEFAULT_GATE_POLICY = "record"
 #: Below the gate: novelty under this (nearly restates a stored memory) or salience under the next, and no fact
 #: changed or added. Chosen on DevMem dev, confirmed on validation: eval/results/gate.md. CHRONOMEM_GATE_NOVELTY,
 #: CHRONOMEM_GATE_SALIENCE.
-DEFAULT_GATE_NOVELTY = 0.1
+DEFAULT_GATE_NOVELTY = 0.05
 DEFAULT_GATE_SALIENCE = 0.3
 
 

@@ -127,8 +127,9 @@ def report(out: Path) -> str:
                 delta = "" if base is None or policy == "record" else f" ({value - base['system'][key]:+.3f})"
                 cells.setdefault(key, []).append(f"{value:.3f}{delta}")
         thresholds = next(runs[(s, policy)]["thresholds"] for s in splits if (s, policy) in runs)
+        label = policy if policy == "record" else f"{policy} (novelty < {thresholds['novelty']}, salience < {thresholds['salience']})"
         for key, values in cells.items():
-            lines.append(f"| {policy} (novelty < {thresholds['novelty']}, salience < {thresholds['salience']}) | {key} | " + " | ".join(values) + " |")
+            lines.append(f"| {label} | {key} | " + " | ".join(values) + " |")
     lines += ["", "## Threshold sweep over the `record` runs' signals", "",
               "What each threshold pair would take out (skip or demote), from the signals every write scored.", ""]
     lines += ["| novelty < | salience < | " + " | ".join(f"{s} noise removed / notes lost / gold lost" for s in splits) + " |",
