@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from chronomem.config import Settings
+from chronomem.errors import InvalidInput
 from chronomem.consolidate.gate import GateSignals, decide
 from chronomem.consolidate.runner import Consolidator
 from chronomem.consolidate.salience import event_salience
@@ -115,3 +116,15 @@ def test_the_policy_and_thresholds_come_from_the_environment(tmp_path: Path) -> 
     assert (settings.gate_policy, settings.gate_novelty, settings.gate_salience) == ("skip", 0.2, 1.0)
     fallback = Settings.from_env(store=tmp_path, environ={"CHRONOMEM_GATE": "drop-everything", "CHRONOMEM_GATE_NOVELTY": "x"})
     assert fallback.gate_policy == "record" and fallback.gate_novelty == Settings(store_path=tmp_path).gate_novelty
+
+
+def test_the_signals_survive_export_and_import_lines(svc: MemoryService) -> None:
+    from chronomem.storage.portable import export_lines, parse_line
+
+    kept = remember(svc, "The staging cluster runs in eu-west-3.")
+    line = next(line for line in export_lines(svc.store) if kept.id in line)
+    back = parse_line(line, 1)
+    assert (back.novelty, back.gate) == (kept.gate.novelty, "kept")
+    assert back.event_salience == pytest.approx(kept.gate.salience, abs=1e-4)
+    with pytest.raises(InvalidInput, match="novelty must be a number or null"):
+        parse_line(line.replace('"novelty":1.0', '"novelty":"high"'), 2)
