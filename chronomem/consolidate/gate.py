@@ -88,17 +88,24 @@ def prediction_error(
             about.append(f"{e.kind} {e.topic or e.old_value or e.object or ''}".strip())
         elif e.subject and e.predicate and e.object:
             stated.append((e.subject, e.predicate, e.object, e.valid_from))
+    # One read for every slot the statement names (none when it names none). Not the slot matcher's cached slot
+    # list: it can lag the rules stage's own writes by seconds, and would call a restatement a new slot.
+    rows_of: dict[tuple[str, str], list[MemoryRecord]] = {}
+    if stated:
+        for row in svc.store.find(Filter().projects([project]).slots([(s, p) for s, p, _, _ in stated]).known(now)):
+            if row.expired_at is None:
+                rows_of.setdefault((row.subject or "", row.predicate or ""), []).append(row)
     for subject, predicate, obj, when in stated:
         probe = MemoryRecord(
             id=new_id(now), kind="fact", project=project, content="", subject=subject, predicate=predicate,
             object=obj, valid_at=when or valid_at, created_at=now, source="rules",
         )
-        rows = [r for r in svc.store.find(Filter().projects([project]).slot(subject, predicate).known(now)) if r.expired_at is None]
+        rows = rows_of.get((subject, predicate), [])
         plan = plan_fact(probe, rows, multi_valued=predicate in MULTI_VALUED_PREDICATES)
         if plan.action in ("superseded", "conflict"):
             error = CHANGES
             about.append(f"changes {subject} {predicate}")
-        elif plan.action in ("added", "placed_in_past") and rows == []:
+        elif plan.action in ("added", "placed_in_past") and not rows:
             error = max(error, OPENS)
             about.append(f"opens {subject} {predicate}")
     return error, tuple(dict.fromkeys(about))
