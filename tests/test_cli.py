@@ -149,6 +149,7 @@ def test_import_prints_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: P
     assert "embedding" not in out.stderr and "it/s" not in out.stderr and "memory/s" not in out.stderr, out.stderr
 
 
+@pytest.mark.slow  # five CLI processes, ~10 s
 def test_entity_command_counts_and_reads_the_past(tmp_path: Path) -> None:
     store = ["--store", str(tmp_path / "s"), "--project", "shop"]
     for day, version in (("2024-01-05", "3.1.0"), ("2024-02-10", "3.2.0"), ("2024-04-01", "4.0.1")):
