@@ -113,6 +113,8 @@ def report(out: Path) -> str:
             run_ = runs.get((split, policy))
             base = runs.get((split, "record"))
             if run_ is None:
+                for values in cells.values():
+                    values.append("–")
                 continue
             gold = set(run_["gold"])
             effect = removal(run_["writes"], lambda r: r["decision"] in ("skipped", "demoted"), gold)
