@@ -86,6 +86,14 @@ def removal(rows: list[dict[str, Any]], removed: Any, gold: set[str]) -> dict[st
     return {"noise_removed": share(noise), "notes_lost": share(other), "gold_lost": share(needed)}
 
 
+def _worse(key: str, value: float | None, base: float | None) -> bool:
+    """Whether `value` is worse than `base` for figure `key` (lower is better for leaks and errors)."""
+    if value is None or base is None:
+        return False
+    lower_better = key in ("stale_leak_changed", "isolation_error")
+    return value > base + 1e-9 if lower_better else value < base - 1e-9
+
+
 def below(row: dict[str, Any], novelty: float, salience: float) -> bool:
     """The gate's rule (consolidate/gate.decide) replayed on stored signals: no fact changed or added, and a
     near-restatement or little said."""
@@ -132,6 +140,15 @@ def report(out: Path) -> str:
         label = policy if policy == "record" else f"{policy} (novelty < {thresholds['novelty']}, salience < {thresholds['salience']})"
         for key, values in cells.items():
             lines.append(f"| {label} | {key} | " + " | ".join(values) + " |")
+    lines += ["", "## The default", ""]
+    for policy in ("demote", "skip"):
+        worse = [f"{split} {key} {runs[(split, policy)]['system'][key] - runs[(split, 'record')]['system'][key]:+.3f}"
+                 for split in splits if (split, policy) in runs and (split, "record") in runs
+                 for key in KEPT_FIGURES if _worse(key, runs[(split, policy)]["system"][key], runs[(split, "record")]["system"][key])]
+        verdict = "costs recall (" + ", ".join(worse) + ")" if worse else "costs nothing measured here"
+        lines.append(f"- `{policy}` {verdict}.")
+    lines.append("- A policy that costs recall on either split is not the default: `record` is (signals reported and stored, "
+                 "used by the brief, not by ranking).")
     lines += ["", "## Threshold sweep over the `record` runs' signals", "",
               "What each threshold pair would take out (skip or demote), from the signals every write scored.", ""]
     lines += ["| novelty < | salience < | " + " | ".join(f"{s} noise removed / notes lost / gold lost" for s in splits) + " |",
