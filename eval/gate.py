@@ -72,9 +72,18 @@ def run(data: str, policy: str, novelty: float | None, salience: float | None, o
     }
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"gate-{data_dir.name}-{policy}.json"
-    path.write_text(json.dumps(payload, indent=1))
+    path.write_text(compact(payload))
     print(f"wrote {path} ({payload['run_seconds']} s)", file=sys.stderr)
     return path
+
+
+def compact(payload: dict[str, Any]) -> str:
+    """The run as JSON: the summary readable, each write one short line (signals to 4 decimals)."""
+    head = {k: v for k, v in payload.items() if k not in ("writes", "gold")}
+    rows = [json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in row.items()}, separators=(",", ":"))
+            for row in payload["writes"]]
+    body = json.dumps(head, indent=1)[:-2]
+    return body + ',\n "gold": ' + json.dumps(payload["gold"]) + ',\n "writes": [\n' + ",\n".join(rows) + "\n]}\n"
 
 
 def removal(rows: list[dict[str, Any]], removed: Any, gold: set[str]) -> dict[str, float]:
