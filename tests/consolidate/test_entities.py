@@ -120,3 +120,12 @@ def test_entity_tool_reply(svc: MemoryService, stream) -> None:
     with pytest.raises(InvalidInput, match="pass name"):
         entity(svc)
     assert entity(svc, "unknown-thing").views == []
+
+
+def test_the_brief_lists_repeated_reports_under_counts(svc: MemoryService, stream) -> None:
+    from chronomem.tools.brief import brief
+
+    out = brief(svc, budget_tokens=3000)
+    tally = next(t for t in out.tallies if t.entity == TEST)
+    assert tally.count == 3 and tally.view == "flaky"
+    assert "## Counts" in out.text() and f"{TEST}: flaky 3 times between 2024-03-04 and 2024-05-20" in out.text()
