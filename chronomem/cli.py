@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predicate", help="the fact's predicate, with --subject")
     p.add_argument("--plot", metavar="FILE", help="draw the fact's timeline into FILE (.png or .svg)")
 
+    p = sub.add_parser("entity", parents=[common], help="an entity's views: counts, latest values, extremes over its facts")
+    p.add_argument("name", nargs="?", help="the entity (a test, dependency, service, module)")
+    p.add_argument("--view", help="one view (flaky, incidents, version, owner, port, or one declared in entities.toml)")
+    p.add_argument("--as-of", help="valid time to read at (ISO 8601, a phrase, or a git ref; default now)")
+    p.add_argument("--known-at", help="as recorded at this time (default now)")
+
     p = sub.add_parser("brief", parents=[common], help="the session brief: current facts and recent changes, within a budget")
     p.add_argument("--budget-tokens", type=int, help="most tokens it may take (default $CHRONOMEM_BRIEF_TOKENS or 1500)")
 
@@ -317,6 +323,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             return _plot(svc, args)
         ident = args.id if args.id is None or looks_like_id(args.id) else find_fact(svc, args.id, None)
         result = tools.history(svc, ident, subject=args.subject, predicate=args.predicate)
+        result = tools.history(svc, args.id, subject=args.subject, predicate=args.predicate)
+    elif args.command == "entity":
+        result = tools.entity(svc, args.name, view=args.view, as_of=args.as_of, known_at=args.known_at)
     elif args.command == "brief":
         from chronomem.tools.brief import brief
 

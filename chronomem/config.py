@@ -38,6 +38,15 @@ DEFAULT_READ_INDEX_ROWS = 2_000_000
 #: little worse; eval/results/embed_precision.md).
 EMBED_PRECISIONS = ("int8", "float32")
 DEFAULT_EMBED_PRECISION = "float32"
+#: The encoding gate's policies (consolidate/gate.py): keep everything and only report (record), keep but rank
+#: lower (demote), or do not store (skip) a statement below the thresholds. CHRONOMEM_GATE.
+GATE_POLICIES = ("record", "demote", "skip")
+DEFAULT_GATE_POLICY = "record"
+#: Below the gate: novelty under this (nearly restates a stored memory) or salience under the next, and no fact
+#: changed or added. Chosen on DevMem dev, confirmed on validation: eval/results/gate.md. CHRONOMEM_GATE_NOVELTY,
+#: CHRONOMEM_GATE_SALIENCE.
+DEFAULT_GATE_NOVELTY = 0.05
+DEFAULT_GATE_SALIENCE = 0.3
 
 
 def default_store_path() -> Path:
@@ -66,6 +75,12 @@ class Settings:
     read_index_rows: int = DEFAULT_READ_INDEX_ROWS
     #: float32 (default) or int8 (the model's int8 copy, ~2x faster, a little worse): CHRONOMEM_EMBED_PRECISION.
     embed_precision: str = DEFAULT_EMBED_PRECISION
+    #: The encoding gate's policy and thresholds (CHRONOMEM_GATE, CHRONOMEM_GATE_NOVELTY, CHRONOMEM_GATE_SALIENCE).
+    gate_policy: str = DEFAULT_GATE_POLICY
+    gate_novelty: float = DEFAULT_GATE_NOVELTY
+    gate_salience: float = DEFAULT_GATE_SALIENCE
+    #: A TOML file declaring entity views (CHRONOMEM_ENTITIES); unset: `entities.toml` in the store directory.
+    entities_file: Path | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -94,6 +109,10 @@ class Settings:
             brief_tokens=_brief_tokens(env.get("CHRONOMEM_BRIEF_TOKENS")),
             read_index_rows=_read_index_rows(env.get("CHRONOMEM_READ_INDEX_ROWS")),
             embed_precision=_embed_precision(env.get("CHRONOMEM_EMBED_PRECISION")),
+            gate_policy=_gate_policy(env.get("CHRONOMEM_GATE")),
+            gate_novelty=_unit(env.get("CHRONOMEM_GATE_NOVELTY"), DEFAULT_GATE_NOVELTY),
+            gate_salience=_unit(env.get("CHRONOMEM_GATE_SALIENCE"), DEFAULT_GATE_SALIENCE),
+            entities_file=Path(env["CHRONOMEM_ENTITIES"]).expanduser() if env.get("CHRONOMEM_ENTITIES") else None,
         )
 
 
@@ -117,6 +136,18 @@ def _embed_precision(value: str | None) -> str:
     """CHRONOMEM_EMBED_PRECISION, lower-cased; unset or unknown → the default (`doctor` names an unknown one)."""
     precision = (value or "").strip().lower()
     return precision if precision in EMBED_PRECISIONS else DEFAULT_EMBED_PRECISION
+
+
+def _gate_policy(value: str | None) -> str:
+    """CHRONOMEM_GATE, lower-cased; unset or unknown → the default (record: nothing is ever dropped by mistake)."""
+    policy = (value or "").strip().lower()
+    return policy if policy in GATE_POLICIES else DEFAULT_GATE_POLICY
+
+
+def _unit(value: str | None, default: float) -> float:
+    """A threshold in [0, 1]; unreadable → the default."""
+    number = _float(value, default)
+    return min(max(number, 0.0), 1.0) if math.isfinite(number) else default
 
 
 def _float(value: str | None, default: float) -> float:

@@ -72,6 +72,12 @@ class MemoryRecord:
     anchors: dict[str, str] = field(default_factory=dict)
     #: Facts this one disagrees with while both stay live (set on the fact written later; see consolidate/apply.py).
     conflicts_with: list[str] = field(default_factory=list)
+    #: The encoding gate's signals when the chunk was written (consolidate/gate.py); None before schema 3 and on facts.
+    novelty: float | None = None
+    event_salience: float | None = None
+    prediction_error: float | None = None
+    #: The gate's decision: `kept` or `demoted` (None: written before the gate existed, or a fact).
+    gate: str | None = None
 
     #: What happened to the row after it was written (recall hits, restatements), from the `usage` side table;
     #: not a column. Set by `with_usage`, which also folds it into the fields it adds to; `raw` undoes that.

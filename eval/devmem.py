@@ -241,6 +241,16 @@ class Replay:
                 self.memories[w.id].append(fact.id)
         self.upkeep.after_write()
 
+    def play(self, writes: Sequence[Write], queries: Sequence[Query], started: float) -> None:
+        """Every write and query in time order, with progress on stderr every 500 events."""
+        for i, event in enumerate(timeline(writes, queries), start=1):
+            if isinstance(event, Write):
+                self.write(event)
+            else:
+                self.answer(event)
+            if i % 500 == 0:
+                print(f"{i} events, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
     def _retract(self, note_id: str, by: str) -> None:
         chunk_id, *fact_ids = self.memories[note_id]
         reason = f"retracted by note {by}"
@@ -558,13 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     with temp_service("devmem", embedder) as svc:
         upkeep = Upkeep(svc, enabled=not args.no_upkeep)
         replay = Replay(svc, args.agent_facts, agent_steps(slots), rankers, upkeep)
-        for i, event in enumerate(timeline(writes, queries), start=1):
-            if isinstance(event, Write):
-                replay.write(event)
-            else:
-                replay.answer(event)
-            if i % 500 == 0:
-                print(f"{i} events, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        replay.play(writes, queries, started)
         audit = audit_slots(svc, slots, {w.id: w for w in writes}) if args.agent_facts else None
 
     payload: dict[str, Any] = {

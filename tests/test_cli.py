@@ -155,3 +155,17 @@ def test_import_prints_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: P
     out = run("import", str(exported), "--store", str(tmp_path / "b"))
     assert out.returncode == 0, out.stderr
     assert "embedding" not in out.stderr and "it/s" not in out.stderr and "memory/s" not in out.stderr, out.stderr
+
+
+@pytest.mark.slow  # five CLI processes, ~10 s
+def test_entity_command_counts_and_reads_the_past(tmp_path: Path) -> None:
+    store = ["--store", str(tmp_path / "s"), "--project", "shop"]
+    for day, version in (("2024-01-05", "3.1.0"), ("2024-02-10", "3.2.0"), ("2024-04-01", "4.0.1")):
+        out = run("remember", f"Bumped django to {version}.", "--valid-from", day, "--fact", "django", "version", version, *store)
+        assert out.returncode == 0, out.stderr
+    now = json.loads(run("entity", "django", "--json", *store).stdout)
+    assert now["views"][0]["value"] == "4.0.1" and now["views"][0]["count"] == 3
+    march = run("entity", "django", "--as-of", "2024-03-01", *store)
+    assert march.returncode == 0 and "django: version latest = 3.2.0" in march.stdout
+    bad = run("entity", "--view", "nope", *store)
+    assert bad.returncode == 2 and "no view named 'nope'" in bad.stderr and "Traceback" not in bad.stderr

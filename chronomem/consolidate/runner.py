@@ -12,6 +12,8 @@ A step is the first of these that has work, cheapest and most urgent first:
 3. recall hits → salience (salience.py; one commit);
 4. index upkeep: `optimize()` once 50 rows are unindexed (~0.6 s at 100k rows);
 5. the vector index, once the table is large (upkeep.py; tens of seconds, no write lock held).
+Entity views (entities.py) have no step: they are computed on read from the facts these steps keep current,
+so they are never stale and as_of on them needs no history of their own.
 When none has work, an idle moment takes the scheduled backup (storage/backup.py: every
 `BACKUP_INTERVAL` of changes, a snapshot file read from one version, no write lock held).
 One step does not wait for a quiet moment: after `upkeep.BURST_UPKEEP_COMMITS` appends without an

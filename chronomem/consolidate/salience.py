@@ -101,3 +101,36 @@ def apply_hits(svc: MemoryService, hits: dict[str, datetime]) -> int:
             )
         store.usage.append(states)
     return len(states)
+
+
+# ------------------------------------------------------------------------------ the salience of an event alone
+#: The zipf frequency (log10 per billion words, wordfreq) at and above which a word is a function word: `the` 7.7,
+#: `of` 7.5, `about` 6.3, `which` 6.2 sit above it; ordinary content words (`deploy` 3.7, `fine` 5.3) below.
+FUNCTION_ZIPF = 6.0
+#: Information (in zipf points below FUNCTION_ZIPF) at which an event's salience is one half: one identifier,
+#: number or word English does not use (zipf 0) carries exactly this much.
+HALF_SALIENCE_INFORMATION = FUNCTION_ZIPF
+
+
+def word_information(token: str) -> float:
+    """How much one token of an event says, in zipf points below a function word's frequency (0 … FUNCTION_ZIPF):
+    an identifier, a path, a number or a version (anything with a digit or a joiner inside: `ledger-api`,
+    `src/auth`, `3.11`, `ERR_TIMEOUT`) says the most; a common word little; a function word nothing."""
+    if any(ch.isdigit() for ch in token) or any(ch in "_-./:#@+" for ch in token.strip("_-./:#@+")):
+        return FUNCTION_ZIPF
+    from chronomem.search.terms import word_zipf
+
+    return max(FUNCTION_ZIPF - word_zipf(token), 0.0)
+
+
+def event_salience(text: str) -> float:
+    """The salience of a statement on its own, in [0, 1): 1 − 2^(−information / HALF_SALIENCE_INFORMATION), where
+    the information sums `word_information` over the statement's distinct tokens (a repeated word says nothing new).
+
+    Filler ("running the tests now", "ok, done") is made of frequent words and scores low; a statement that names
+    things (identifiers, versions, paths, numbers, rare words) scores high, however it is phrased. Pure and cheap:
+    no store, no model (wordfreq's offline frequency list)."""
+    from chronomem.search.terms import tokens
+
+    information = sum(word_information(token) for token in dict.fromkeys(t.lower() for t in tokens(text)))
+    return 1.0 - 0.5 ** (information / HALF_SALIENCE_INFORMATION)

@@ -72,6 +72,9 @@ class RankConfig:
     hedge_penalty: float = 0.7  # multiplies the score of a note that mentions without asserting (0.85 let it lead)
     distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
     salience_weight: float = 0.05  # of log1p(effective salience): reinforced memories lead, unused ones fade (never vanish)
+    # multiplies the score of a note the encoding gate demoted (policy `demote`, consolidate/gate.py): the same
+    # weight as a hedged mention, a note that says nothing the store lacks being as weak evidence as one that asserts nothing
+    gate_penalty: float = 0.7
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
     second_hop: bool = True  # look for the memory a name in the best match points to (retrieval/bridge.py)
     # Of how well a stated fact's slot (subject and predicate, not the value) matches the query's terms
@@ -244,6 +247,8 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
         if mention:  # names a value of its own without asserting it (assertion.py)
             item.hedged = True
             item.score *= config.hedge_penalty
+        if item.candidate.record.gate == "demoted":  # the encoding gate found it restated or said little
+            item.score *= config.gate_penalty
     context_bonus(items, config.context_weight)
     items.sort(key=lambda r: (-r.score, r.candidate.record.id))
     items = _newer_wins(items, wanted, asked, query.intent, config, weights)

@@ -56,6 +56,11 @@ def fold(word: str) -> str:
     return stem[:-2] if len(stem) >= 5 and stem.endswith("er") else stem
 
 
+def tokens(text: str) -> list[str]:
+    """The words and whole identifiers of `text` as written (`ledger-api`, `src/auth`, `3.11`), nothing dropped."""
+    return _TOKEN.findall(text)
+
+
 def terms(text: str) -> list[str]:
     """Case-folded, stemmed (English) terms with identifiers both whole and split; stop words dropped.
 
@@ -218,6 +223,14 @@ def common_word(word: str) -> bool:
     from wordfreq import zipf_frequency  # word frequencies of English from many corpora, offline (~15 ms to load)
 
     return zipf_frequency(word, "en", wordlist="small") >= COMMON_ZIPF
+
+
+@lru_cache(maxsize=65536)
+def word_zipf(word: str) -> float:
+    """wordfreq's zipf frequency of one English word (0 for a word below the "small" list's floor, COMMON_ZIPF)."""
+    from wordfreq import zipf_frequency
+
+    return float(zipf_frequency(word, "en", wordlist="small"))
 
 
 @lru_cache(maxsize=65536)

@@ -43,6 +43,7 @@ chronomem is this project's long-term memory, kept across sessions. When to call
 - `remember` when you learn something a later session should know; pass `facts` for values that may change (the old value is then invalidated) and `paths` when it is about specific files.
 - `as_of` for what was true at an earlier date or release (a git tag, commit or branch such as v1.4.0).
 - `history` for when and why a fact changed.
+- `entity` for counts, latest values and extremes over an entity's facts (how many times a test flaked).
 - `forget` when something stopped being true or was wrong; nothing is deleted."""
 
 #: A UTF-16 surrogate standing alone in a decoded string: JSON's "\ud800" escape without its pair. It cannot be

@@ -17,6 +17,11 @@ table overwritten with the converted rows under the version-2 schema — one Lan
 either still version 1 (and the next open migrates again) or wholly version 2. The overwrite drops the
 table's indexes: the full-text one is built again at once (`ensure_indexes`), a vector index by upkeep.
 
+Version 2 → 3 (issue 26): the encoding gate's nullable columns (`novelty`, `event_salience`, `prediction_error`,
+`gate`) are added, null on every existing row (nobody measured those writes); the same steps do it — the rows
+pass through `convert_rows` unchanged (a version-2 row has no `cm:` marks) and the overwrite under the new schema
+fills the new columns with nulls.
+
 `pending` tells a caller (the CLI, which asks first on a terminal) whether opening a store will migrate it.
 """
 
@@ -118,7 +123,7 @@ def upgrade_rows(rows: Any) -> Any:
 
 
 def migrate(path: Path, db: Any, table: Any) -> None:
-    """Migrate the open version-1 `table` of the store at `path` to this code's schema (see the module)."""
+    """Migrate the open older `table` of the store at `path` to this code's schema (see the module)."""
     import pyarrow as pa
 
     from chronomem.storage import ledger

@@ -48,6 +48,8 @@ EXTRA_FIELDS = ("last_seen",)
 _TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 _LISTS = ("source_ids", "tags", "paths", "conflicts_with")
 _FLOATS = ("salience", "confidence")
+#: Numbers that may be absent (the gate's signals: null before schema 3 and on facts).
+_OPTIONAL_FLOATS = ("novelty", "event_salience", "prediction_error")
 _REQUIRED = ("id", "kind", "project", "content", "valid_at", "created_at")
 _BATCH = 500
 
@@ -72,7 +74,7 @@ def export_lines(store: MemoryStore) -> Iterator[str]:
             value = getattr(record, name)
             if name in _TIMES:
                 value = _time_text(value)
-            elif name in _FLOATS:
+            elif name in _FLOATS or (name in _OPTIONAL_FLOATS and value is not None):
                 value = float(value)
             elif name == "anchors":
                 value = dict(sorted(value.items()))
@@ -119,6 +121,10 @@ def parse_line(line: str, number: int) -> MemoryRecord:
                 value = 1.0
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InvalidInput(f"{where}: {name} must be a number")
+            value = float(value)
+        elif name in _OPTIONAL_FLOATS and value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidInput(f"{where}: {name} must be a number or null")
             value = float(value)
         elif value is not None and not isinstance(value, str):
             raise InvalidInput(f"{where}: {name} must be a string")

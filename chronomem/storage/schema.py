@@ -5,7 +5,12 @@ Version 2 (issue 23) gave the internal marks that version 1 packed into `tags` (
 of a restated fact live in `usage` (storage/usage.py), so a memory row is written once and afterwards only
 its validity (`invalid_at`, `expired_at`, `reason`) is ever set — the one declared exception being
 `chronomem reembed`, which rewrites `vector` and `embed_model` of every row (storage/reembed.py).
-storage/migrate.py brings a version-1 store forward.
+Version 3 (issue 26) adds the encoding gate's write-time signals of a chunk (consolidate/gate.py): `novelty`,
+`event_salience` (shown as `salience`; the `salience` column stays the reinforced ranking weight), `prediction_error`
+and the decision `gate` (`kept` or `demoted`; a skipped write leaves no row). All nullable: rows written before
+version 3, and facts, have none.
+
+storage/migrate.py brings a version-1 or version-2 store forward.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 TABLE_NAME = "memories"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 USAGE_TABLE = "usage"
 SCHEMA_VERSION_KEY = b"chronomem.schema_version"
 EMBED_MODEL_KEY = b"chronomem.embed_model"
@@ -55,6 +60,10 @@ def memories_schema(dim: int, embed_model: str) -> pa.Schema:
             pa.field("reason", pa.string()),
             pa.field("anchors", ANCHOR_TYPE),
             pa.field("conflicts_with", pa.list_(pa.string())),
+            pa.field("novelty", pa.float32()),
+            pa.field("event_salience", pa.float32()),
+            pa.field("prediction_error", pa.float32()),
+            pa.field("gate", pa.string()),
         ],
         metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode(), EMBED_MODEL_KEY: embed_model.encode()},
     )

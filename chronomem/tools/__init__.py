@@ -1,4 +1,4 @@
-"""Tools: remember · recall · as_of · forget · history — the functions the MCP server and the CLI call.
+"""Tools: remember · recall · as_of · forget · history · entity — the functions the MCP server and the CLI call.
 
 One module per tool. Each handler takes a `MemoryService` and plain arguments, validates them
 (raising `InvalidInput` / `NotFound` with a one-line reason), and returns a pydantic result
@@ -13,6 +13,8 @@ Tools reach LanceDB only through `chronomem.storage` and `chronomem.search`.
 
 from chronomem.tools.as_of import SPEC as AS_OF
 from chronomem.tools.as_of import as_of
+from chronomem.tools.entity import SPEC as ENTITY
+from chronomem.tools.entity import entity
 from chronomem.tools.forget import SPEC as FORGET
 from chronomem.tools.forget import forget
 from chronomem.tools.history import SPEC as HISTORY
@@ -24,6 +26,6 @@ from chronomem.tools.remember import remember
 from chronomem.tools.spec import ToolSpec
 
 #: Every tool the MCP server publishes, in the order `tools/list` shows them.
-SPECS: tuple[ToolSpec, ...] = (REMEMBER, RECALL, AS_OF, FORGET, HISTORY)
+SPECS: tuple[ToolSpec, ...] = (REMEMBER, RECALL, AS_OF, FORGET, HISTORY, ENTITY)
 
-__all__ = ["SPECS", "ToolSpec", "as_of", "forget", "history", "recall", "remember"]
+__all__ = ["SPECS", "ToolSpec", "as_of", "entity", "forget", "history", "recall", "remember"]

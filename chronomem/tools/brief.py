@@ -1,7 +1,9 @@
 """`brief`: what a new session should know first, within a token budget.
 
 The project's current facts (most important first), its recent changes (what replaced
-what, and when), its latest notes, and the developer's `global` preferences — one
+what, and when), its counts (entity views that tally repeated statements: a test reported flaky
+3 times; consolidate/entities.py), its latest notes (leaving out those the encoding gate found
+below its thresholds, consolidate/gate.py), and the developer's `global` preferences — one
 Markdown text whose every line carries the id to pass to `history` or `recall`.
 
 It reads the live slice through filtered column scans and embeds nothing, so it answers
@@ -24,6 +26,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from chronomem.config import MAX_BRIEF_TOKENS, MIN_BRIEF_TOKENS
+from chronomem.consolidate.entities import compute, load_views
+from chronomem.consolidate.gate import GateSignals, decide
 from chronomem.facts import EXTRACTED_SOURCES, record_salience
 from chronomem.project import GLOBAL, display_name
 from chronomem.records import MemoryRecord, normalize_subject
@@ -46,7 +50,10 @@ NOTE_CHARS = 200
 #: Longest project name in the heading.
 NAME_CHARS = 40
 #: Share of the budget each section may take before the others had their turn (the rest is filled in order).
-SHARES = {"facts": 0.5, "changes": 0.25, "notes": 0.15, "global": 0.10}
+SHARES = {"facts": 0.5, "changes": 0.25, "tallies": 0.10, "notes": 0.15, "global": 0.10}
+#: A counting view (consolidate/entities.py: count, time_compress) is worth a line in the brief from this many
+#: statements on: a test reported flaky twice is a pattern, once is an event the notes already show.
+MIN_TALLY = 2
 
 #: The only columns the brief reads (never `content` of facts, never vectors).
 _SLOT = ["id", "subject", "predicate", "object"]
@@ -58,6 +65,7 @@ EMPTY = "Nothing is stored for this project yet: `remember` commands, decisions 
 HEADINGS = {
     "facts": "Current facts",
     "changes": "Recent changes",
+    "tallies": "Counts",
     "notes": "Recent notes",
     "global": "Global preferences",
 }
@@ -105,10 +113,27 @@ class BriefChange(BaseModel):
         return f"- {label}: {_code(self.old_object)} ended on {day}{why} [{self.old_id}]"
 
 
+class BriefTally(BaseModel):
+    """A counting entity view (`entity` tool): how often something was reported, from which facts."""
+
+    view: str
+    entity: str
+    count: int
+    summary: str
+    fact_ids: list[str] = Field(default_factory=list)
+
+    def line(self) -> str:
+        shown = ", ".join(self.fact_ids[:3]) + (f" +{len(self.fact_ids) - 3}" if len(self.fact_ids) > 3 else "")
+        return f"- {self.summary} [{shown}]"
+
+
 class BriefNote(BaseModel):
     id: str
     text: str = Field(description="The note's opening (cut; `history` with the id shows the record)")
     created_at: str
+    novelty: float | None = Field(default=None, description="Encoding gate signals when it was written")
+    salience: float | None = None
+    prediction_error: float | None = None
 
     def line(self) -> str:
         return f"- {self.created_at[:10]}: {self.text} [{self.id}]"
@@ -126,7 +151,13 @@ class BriefResult(BaseModel):
     changes: list[BriefChange] = Field(
         default_factory=list, description="Latest change of each changed slot, newest first"
     )
-    notes: list[BriefNote] = Field(default_factory=list, description="Most recent notes, newest first")
+    tallies: list[BriefTally] = Field(
+        default_factory=list, description="Counting entity views with repeated statements (flaky tests, incidents)"
+    )
+    notes: list[BriefNote] = Field(
+        default_factory=list,
+        description="Most recent notes, newest first; notes the encoding gate found below its thresholds are left out",
+    )
     global_preferences: list[BriefFact] = Field(default_factory=list, description="Facts of the `global` scope")
     global_notes: list[BriefNote] = Field(default_factory=list, description="Recent notes of the `global` scope")
     omitted: int = Field(description="Lines left out to stay within budget_tokens")
@@ -180,8 +211,10 @@ def brief(
         omitted=0,
         stored=bool(facts or changes),
     )
-    candidates: dict[str, list[Any]] = {"facts": facts, "changes": changes, "notes": [], "global": global_items}
-    most = len(facts) + len(changes) + MAX_NOTES + len(global_items)  # bounds the "left out" count
+    tallies = _tallies(svc, key, now)
+    result.stored = result.stored or bool(tallies)
+    candidates: dict[str, list[Any]] = {"facts": facts, "changes": changes, "tallies": tallies, "notes": [], "global": global_items}
+    most = len(facts) + len(changes) + len(tallies) + MAX_NOTES + len(global_items)  # bounds the "left out" count
     chosen = _Selection(result, budget * 4, _own_names(key), most)
     for section in SECTIONS:  # first pass: each section within its share, in order of priority
         if section == "notes":  # notes stating facts listed above (or ended) would repeat or mislead
@@ -287,21 +320,42 @@ def _changes(
     return out, ended_sources
 
 
+def _tallies(svc: MemoryService, key: str, now: datetime) -> list[BriefTally]:
+    """The project's counting entity views with at least MIN_TALLY statements, most statements first."""
+    views = [v for v in load_views(svc).values() if v.operator in ("count", "time_compress")]
+    values = [v for v in compute(svc, key, views, now, now) if v.count >= MIN_TALLY]
+    values.sort(key=lambda v: (-v.count, v.view, v.entity))
+    return [BriefTally(view=v.view, entity=v.entity, count=v.count, summary=v.summary, fact_ids=v.fact_ids) for v in values]
+
+
 def _recent_notes(svc: MemoryService, flt: Filter, exclude: set[str], n: int) -> list[BriefNote]:
-    """The `n` newest live chunks passing `flt`, except those in `exclude` (or revising one of them)."""
+    """The `n` newest live chunks passing `flt`, except those in `exclude` (or revising one of them) and those the
+    encoding gate found below its thresholds (a restatement or filler: consolidate/gate.py), whatever its policy."""
     store = svc.store
     keys = sorted(store.keys(flt), key=lambda pair: (pair[1], pair[0]), reverse=True)
-    wanted = [memory_id for memory_id, _ in keys if memory_id not in exclude][: n * 2]
+    wanted = [memory_id for memory_id, _ in keys if memory_id not in exclude][: n * 3]
     if not wanted:
         return []
-    by_id = {r["id"]: r for r in store.columns(Filter().ids(wanted), ["id", "content", "created_at", "revision_of"])}
+    columns = ["id", "content", "created_at", "revision_of", "novelty", "event_salience", "prediction_error"]
+    by_id = {r["id"]: r for r in store.columns(Filter().ids(wanted), columns)}
+    settings = svc.settings
     notes = []
     for memory_id in wanted:
         row = by_id.get(memory_id)
         if row is None or row["revision_of"] in exclude:
             continue
+        signals = None
+        if row["novelty"] is not None:
+            signals = GateSignals(row["novelty"], row["event_salience"], row["prediction_error"])
+            if decide(signals, "record", settings.gate_novelty, settings.gate_salience).below:
+                continue
         text = _excerpt(row["content"] or "", NOTE_CHARS)
-        notes.append(BriefNote(id=memory_id, text=text, created_at=iso(row["created_at"]) or ""))
+        notes.append(BriefNote(
+            id=memory_id, text=text, created_at=iso(row["created_at"]) or "",
+            novelty=None if signals is None else round(signals.novelty, 4),
+            salience=None if signals is None else round(signals.salience, 4),
+            prediction_error=None if signals is None else signals.prediction_error,
+        ))
     return notes[:n]
 
 
@@ -341,12 +395,12 @@ class _Selection:
 def _target(result: BriefResult, section: str, item: Any) -> list[Any]:
     if section == "global":
         return result.global_notes if isinstance(item, BriefNote) else result.global_preferences
-    return {"facts": result.facts, "changes": result.changes, "notes": result.notes}[section]
+    return {"facts": result.facts, "changes": result.changes, "tallies": result.tallies, "notes": result.notes}[section]
 
 
 def _line(section: str, item: Any, own: frozenset[str]) -> str:
     """The Markdown line of one item in `section` (the same in the budget and in `text()`)."""
-    if isinstance(item, BriefNote):
+    if isinstance(item, BriefNote | BriefTally):
         return item.line()
     if isinstance(item, BriefChange):
         return item.line(own)
@@ -357,7 +411,7 @@ def _line(section: str, item: Any, own: frozenset[str]) -> str:
 
 def _enforce(result: BriefResult, budget: int) -> None:
     """Safety net: drop the lowest-priority lines until the whole text is within `budget`."""
-    lists = [result.global_notes, result.global_preferences, result.notes, result.changes, result.facts]
+    lists = [result.global_notes, result.global_preferences, result.notes, result.tallies, result.changes, result.facts]
     while estimate_tokens(result.text()) > budget:
         for items in lists:
             if items:
@@ -385,6 +439,7 @@ def _render(result: BriefResult) -> list[str]:
     sections = {
         "facts": result.facts,
         "changes": result.changes,
+        "tallies": result.tallies,
         "notes": result.notes,
         "global": [*result.global_preferences, *result.global_notes],
     }

@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 
 from chronomem.codebase import Codebase, short
 from chronomem.config import MAX_FACTS_PER_CALL
+from chronomem.consolidate import gate
 from chronomem.consolidate.apply import resolve_and_commit
 from chronomem.consolidate.slots import slot_matcher
 from chronomem.errors import InvalidInput
@@ -32,7 +33,7 @@ from chronomem.records import (
 from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.timeparse import iso, parse_time
-from chronomem.tools.results import Anchor, FactResult, Redaction, RefusedFact, RememberResult
+from chronomem.tools.results import Anchor, FactResult, GateReport, Redaction, RefusedFact, RememberResult
 from chronomem.tools.spec import Hints, Project, ToolSpec
 from chronomem.tools.validate import require_text, string_list
 
@@ -129,6 +130,18 @@ def remember(
     sentences = [fact_sentence(f.subject, f.predicate, f.object) for f in fact_inputs]
     vectors = svc.embedder.embed([text, *sentences])
     store = svc.store
+    settings = svc.settings
+    found = gate.signals(svc, scope, text, vectors[0], [(f.subject, f.predicate, f.object) for f in fact_inputs], valid_at, now)
+    decided = gate.decide(found, settings.gate_policy, settings.gate_novelty, settings.gate_salience, structured=bool(fact_inputs))
+    report = gate_report(decided)
+    if decided.decision == "skipped":
+        return RememberResult(
+            id=None, gate=report, project=scope, valid_at=iso(valid_at) or "", created_at=iso(now) or "",
+            refused_facts=refused, commit=commit, paths=path_list,
+            redacted=[Redaction(kind=k, count=n) for k, n in sorted(guard.counts.items())],
+            message=f"Not stored: the gate's skip policy left it out ({'; '.join(decided.reasons)}). "
+            "Pass facts, or say what is new, to keep it.",
+        )
     with svc.writing():
         now = svc.now()
         chunk = MemoryRecord(
@@ -145,6 +158,10 @@ def remember(
             paths=path_list,
             commit=commit,
             anchors=dict(anchors),
+            novelty=found.novelty,
+            event_salience=found.salience,
+            prediction_error=found.prediction_error,
+            gate=decided.decision,
         )
         fact_records = [
             MemoryRecord(
@@ -200,7 +217,10 @@ def remember(
         summary += f"; refused {len(refused)} {noun} (" + "; ".join(r.reason for r in refused) + ")"
     if guard.total:
         summary += f"; redacted {describe(guard.counts)} before storing"
+    if decided.below:
+        summary += f"; gate: {decided.decision} under policy {decided.policy} (" + "; ".join(decided.reasons) + ")"
     return RememberResult(
+        gate=report,
         redacted=[Redaction(kind=k, count=n) for k, n in sorted(guard.counts.items())],
         id=chunk.id,
         project=scope,
@@ -212,6 +232,16 @@ def remember(
         paths=path_list,
         anchors=[Anchor(path=p, blob=b) for p, b in sorted(anchors.items())],
         message=summary + ".",
+    )
+
+
+def gate_report(decided: gate.GateDecision) -> GateReport:
+    """The gate's signals and decision as `remember` answers them."""
+    found = decided.signals
+    return GateReport(
+        novelty=found.novelty, salience=found.salience, prediction_error=found.prediction_error,
+        decision=decided.decision, policy=decided.policy, below_thresholds=decided.below, reasons=decided.reasons,
+        nearest=found.nearest, changes=list(found.changes),
     )
 
 
@@ -264,7 +294,9 @@ then says when those files have changed since, and recall(paths=…) finds it.
 Returns the new memory's id and what happened to each fact (added, superseded, reinforced;
 malformed ones in `refused_facts`). Credentials in any field (API keys, tokens, private keys,
 passwords, also in sentences) are stored as [REDACTED:<kind>] and listed in `redacted`: remember
-where a secret lives, not its value. Each call adds a memory, so calling it twice stores the statement twice."""
+where a secret lives, not its value. Each call adds a memory, so calling it twice stores the statement twice.
+`gate` reports the statement's novelty, salience and prediction_error; under the `skip` policy a statement
+that restates what is stored or says little is not stored, and the reply says so and why."""
 
 SPEC = ToolSpec(
     name="remember",

@@ -78,6 +78,12 @@ class MemoryItem(BaseModel):
     note: str | None = Field(
         default=None, description="For a fact: the note it was derived from, verbatim (it often says more)"
     )
+    novelty: float | None = Field(default=None, description="Encoding gate: 1 − similarity to what was stored before it")
+    salience: float | None = Field(default=None, description="Encoding gate: what the statement says on its own (0–1)")
+    prediction_error: float | None = Field(
+        default=None, description="Encoding gate: 1 changed a current fact, 0.5 added one, 0 neither"
+    )
+    gate: str | None = Field(default=None, description="The gate's decision when it was written: kept or demoted")
 
     @classmethod
     def of(
@@ -113,6 +119,10 @@ class MemoryItem(BaseModel):
             score=None if score is None else round(score, 6),
             channels=channels or [],
             note=note if note and note != record.content else None,
+            novelty=None if record.novelty is None else round(record.novelty, 4),
+            salience=None if record.event_salience is None else round(record.event_salience, 4),
+            prediction_error=None if record.prediction_error is None else round(record.prediction_error, 4),
+            gate=record.gate,
         )
 
     def line(self) -> str:
@@ -169,8 +179,23 @@ class RefusedFact(BaseModel):
     reason: str = Field(description="What was wrong with it")
 
 
+class GateReport(BaseModel):
+    """The encoding gate's signals for one write and what its policy decided (consolidate/gate.py)."""
+
+    novelty: float = Field(description="1 − the best cosine similarity to the project's stored notes (1 = unlike any)")
+    salience: float = Field(description="What the statement says on its own: identifiers, numbers, rare words (0–1)")
+    prediction_error: float = Field(description="1 changes or contradicts a current fact, 0.5 adds a new one, 0 neither")
+    decision: str = Field(description="kept, demoted (stored, ranked lower) or skipped (not stored)")
+    policy: str = Field(description="The gate policy in force: record, demote or skip")
+    below_thresholds: bool = Field(description="Whether the statement fell below the gate's thresholds")
+    reasons: list[str] = Field(default_factory=list, description="Why it fell below them")
+    nearest: str | None = Field(default=None, description="The stored note most like it")
+    changes: list[str] = Field(default_factory=list, description="The fact slots it changes or opens")
+
+
 class RememberResult(BaseModel):
-    id: str = Field(description="Id of the stored chunk")
+    id: str | None = Field(description="Id of the stored chunk; null when the gate's skip policy did not store it")
+    gate: GateReport | None = Field(default=None, description="The encoding gate's signals and decision")
     project: str
     valid_at: str
     created_at: str

@@ -30,7 +30,7 @@ READ_TIMEOUT = 60.0
 #: Bound on a whole test's conversation with the server.
 TEST_DEADLINE = 150.0
 
-TOOL_NAMES = {"remember", "recall", "forget", "as_of", "history"}
+TOOL_NAMES = {"remember", "recall", "forget", "as_of", "history", "entity"}
 
 
 def server_env(**overrides: str) -> dict[str, str]:

@@ -16,7 +16,7 @@ from _server_helpers import READ_TIMEOUT, TEST_DEADLINE, TOOL_NAMES, call_error,
 pytestmark = pytest.mark.anyio
 
 #: What each tool does to the store, as its annotations must say (MCP's hints).
-READS = {"recall", "as_of", "history"}
+READS = {"recall", "as_of", "history", "entity"}
 WRITES = {"remember", "forget"}
 
 

@@ -116,7 +116,7 @@ def test_the_cli_upgrades_without_asking_when_no_terminal_is_there(v1: Path) -> 
     out = cli("recall", "release checklist", "--store", str(v1), "--project", "proj", "--json")
     assert out.returncode == 0, out.stderr
     assert NOTE in out.stdout and pending(v1) is None
-    assert "schema 2" in cli("doctor", "--store", str(v1)).stdout
+    assert f"schema {SCHEMA_VERSION}" in cli("doctor", "--store", str(v1)).stdout
 
 
 def test_usage_table_schema_round_trips() -> None:
@@ -143,3 +143,39 @@ def test_a_backup_from_before_the_upgrade_restores_upgraded(v1: Path) -> None:
     assert len(rows) == 6 and rows[DEPLOY]["anchors"] == [{"path": "deploy/fabfile.py", "blob": BLOB}]
     assert not [t for r in rows.values() for t in r["tags"] if t.startswith("cm:")]
     assert check(v1).ok and check(v1).schema == SCHEMA_VERSION
+
+
+GATE_COLUMNS = ("novelty", "event_salience", "prediction_error", "gate")
+
+
+def test_a_schema_2_store_opens_with_the_gate_columns_null_and_new_writes_fill_them(tmp_path: Path, embedder, clock) -> None:
+    """Version 2 → 3 (issue 26): a table made under the version-2 layout (the gate's columns absent) is upgraded
+    at open; its rows keep every value and read the gate's signals as null; a new remember records them."""
+    import lancedb
+
+    from chronomem.records import MemoryRecord
+    from chronomem.tools import remember
+
+    store_dir = tmp_path / "store"
+    full = memories_schema(384, embedder.name)
+    v2 = pa.schema([f for f in full if f.name not in GATE_COLUMNS], metadata={**full.metadata, SCHEMA_VERSION_KEY: b"2"})
+    vector = embedder.embed(["The nightly backup job writes to the cold-storage bucket."])[0]
+    old = MemoryRecord(
+        id="01HZ9TV5P097151W18CVZH0BAAA", kind="chunk", project="proj", content="The nightly backup job writes to the cold-storage bucket.",
+        valid_at=clock(), created_at=clock(), vector=vector, embed_model=embedder.name, tags=["ops"],
+    )
+    row = {k: v for k, v in old.to_row().items() if k not in GATE_COLUMNS}
+    lancedb.connect(str(store_dir)).create_table(TABLE_NAME, data=pa.Table.from_pylist([row], schema=v2), schema=v2)
+    assert pending(store_dir) == 2
+
+    clock.advance(hours=1)
+    svc = MemoryService(Settings(store_path=store_dir, model_path=model_dir(), project="proj"), embedder=embedder, clock=clock)
+    assert schema_version(svc.store.table.schema) == SCHEMA_VERSION == 3 and pending(store_dir) is None
+    stored = raw_rows(store_dir)[old.id]
+    assert stored["content"] == old.content and stored["tags"] == ["ops"]
+    assert all(stored[c] is None for c in GATE_COLUMNS)
+    assert recall(svc, "where does the backup job write").results[0].id == old.id
+
+    new = remember(svc, "Bumped the cold-storage bucket's retention from 30 to 90 days (ticket OPS-4411).")
+    written = raw_rows(store_dir)[new.id]
+    assert written["gate"] == "kept" and all(written[c] is not None for c in GATE_COLUMNS[:3])

@@ -12,8 +12,8 @@ from chronomem.tools import SPECS
 from chronomem.tools.spec import Hints, ToolSpec
 
 
-def test_the_specs_are_the_five_tools_once_each() -> None:
-    assert [s.name for s in SPECS] == ["remember", "recall", "as_of", "forget", "history"]
+def test_the_specs_are_the_six_tools_once_each() -> None:
+    assert [s.name for s in SPECS] == ["remember", "recall", "as_of", "forget", "history", "entity"]
     for spec in SPECS:
         assert spec.handler.__name__ == spec.name and spec.handler.__module__ == f"chronomem.tools.{spec.name}"
         assert spec.arguments.__module__ == spec.handler.__module__, f"{spec.name}'s schema lives elsewhere"
