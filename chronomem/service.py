@@ -24,6 +24,7 @@ from chronomem.errors import ChronomemError, StoreError
 from chronomem.project import GLOBAL, detect_project, display_name, key_suffix, validate_project
 from chronomem.records import utcnow
 from chronomem.search.engine import open_store
+from chronomem.search.terms import warm as warm_terms
 from chronomem.storage import MemoryStore
 from chronomem.storage.store import WRITE_LOCK_NAME
 
@@ -57,6 +58,7 @@ class MemoryService:
         self._store: MemoryStore | None = None
         self._store_error: ChronomemError | None = None
         self._store_lock = threading.Lock()
+        self._warming = False  # warm_up ran (the CLI starts it before the MCP library loads; the server again)
         self._project_names: tuple[float, dict[str, str]] | None = None
         self._keys_by_suffix: dict[str, str] = {}  # `-<8 hex>` of a detected key → the key used for it
         self._keys_lock = threading.Lock()
@@ -65,7 +67,11 @@ class MemoryService:
         self.slot_matcher_cache: Any = None
 
     def warm_up(self) -> None:
-        """Start loading the model and opening the store in the background."""
+        """Start loading the model, opening the store and the read path's word lists in the background; once."""
+        with self._store_lock:
+            if self._warming:
+                return
+            self._warming = True
         start = getattr(self.embedder, "start", None)
         if callable(start):
             start()
@@ -76,6 +82,10 @@ class MemoryService:
             self.store
         except ChronomemError:
             pass  # reported to the first tool call that needs the store
+        try:
+            warm_terms()
+        except Exception:  # pragma: no cover - the first query loads them itself; a warm-up must not fail
+            log.debug("word lists did not load ahead", exc_info=True)
         if not self.settings.project:
             try:  # the git calls behind the working directory's key, off the first tool call's path
                 detect_project(os.getcwd())

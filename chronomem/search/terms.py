@@ -233,6 +233,15 @@ def word_zipf(word: str) -> float:
     return float(zipf_frequency(word, "en", wordlist="small"))
 
 
+def warm() -> None:
+    """Load what the first query would otherwise wait for (wordfreq's lists, ~0.8 s; the stemmer), for a warm-up thread."""
+    from wordfreq import zipf_frequency
+
+    zipf_frequency("memory", "en", wordlist="small")
+    zipf_frequency("memory", "en")
+    _stemmer()
+
+
 @lru_cache(maxsize=65536)
 def coined_word(word: str) -> bool:
     """Whether `word` is no English word at all — none of wordfreq's corpora has it at a measurable rate
