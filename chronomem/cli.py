@@ -158,7 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    settings = Settings.from_env(store=args.store, project=args.project)
+    try:
+        settings = Settings.from_env(store=args.store, project=args.project)
+    except ValueError as exc:  # CHRONOMEM_STORAGE_OPTIONS that is not a JSON object
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     _setup_logging(args.verbose, settings)
     try:
         _consent_to_upgrade(args, settings)
