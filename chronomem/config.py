@@ -60,7 +60,8 @@ class StoreURI:
         return self.uri
 
     def __truediv__(self, name: str) -> StoreURI:
-        return StoreURI(f"{self.uri}/{name}", self.options)
+        base, sep, query = self.uri.partition("?")  # `s3+ddb://b/p?ddbTableName=t`: the name goes before the query
+        return StoreURI(f"{base.rstrip('/')}/{name}{sep}{query}", self.options)
 
     @property
     def scheme(self) -> str:

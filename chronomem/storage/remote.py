@@ -69,7 +69,9 @@ class Objects:
         if self._store is None:
             from obstore.store import from_url
 
-            options = {k: v for k, v in self.location.storage_options().items() if not k.startswith("ddb")}
+            options = {  # the DynamoDB commit table's options are Lance's, not the object store's
+                k: v for k, v in self.location.storage_options().items() if not k.startswith(("ddb", "dynamodb"))
+            }
             try:
                 self._store = from_url(self._root, config=options or None)
             except Exception as exc:

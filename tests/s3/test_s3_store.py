@@ -21,6 +21,8 @@ def test_store_location_is_a_path_or_a_uri(tmp_path: Path) -> None:
     for uri in ("s3://bucket/mem", "s3+ddb://bucket/mem?ddbTableName=t", "gs://bucket/a/b", "az://container/mem"):
         location = parse_store(uri, {})
         assert isinstance(location, StoreURI) and str(location) == uri
+    ddb = parse_store("s3+ddb://bucket/mem?ddbTableName=t", {})
+    assert str(ddb / "state.json") == "s3+ddb://bucket/mem/state.json?ddbTableName=t"
     assert parse_store(f"file://{tmp_path}", {}) == tmp_path
     assert parse_store(str(tmp_path), {}) == tmp_path
     env = {"CHRONOMEM_HOME": "s3://bucket/team/", "CHRONOMEM_STORAGE_OPTIONS": '{"AWS_ENDPOINT": "http://h:1"}'}
@@ -81,3 +83,33 @@ def test_errors_name_the_real_cause(s3_env: dict[str, str], embedder, monkeypatc
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     unreachable = open_error("s3://any-bucket/mem")
     assert "unreachable" in unreachable and "damaged" not in unreachable and "\n" not in unreachable
+
+
+def test_s3_ddb_commits_through_a_dynamodb_table(
+    local_s3: str, s3_env: dict[str, str], embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`s3+ddb://` against the same local server (moto serves DynamoDB on the S3 port): Lance commits through the
+    commit table; the tools round-trip and doctor says so."""
+    import boto3
+
+    from .conftest import make_bucket
+
+    table = f"commits-{make_bucket(local_s3)[4:]}"
+    boto3.client("dynamodb", endpoint_url=local_s3, region_name="us-east-1").create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "base_uri", "KeyType": "HASH"}, {"AttributeName": "version", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "base_uri", "AttributeType": "S"}, {"AttributeName": "version", "AttributeType": "N"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    monkeypatch.setenv("CHRONOMEM_STORAGE_OPTIONS", f'{{"dynamodb_endpoint": "{local_s3}"}}')
+    settings = Settings.from_env(store=f"s3+ddb://{make_bucket(local_s3)}/store?ddbTableName={table}", project="p")
+    svc = MemoryService(settings, embedder=embedder)
+    made = remember(svc, "The staging cluster is called kestrel.")
+    assert recall(svc, "what is the staging cluster called?").results[0].id == made.id
+    commits = boto3.client("dynamodb", endpoint_url=local_s3, region_name="us-east-1").scan(TableName=table)
+    assert commits["Count"] >= 2, "Lance committed through the DynamoDB table"
+    from chronomem.storage.doctor import check
+
+    assert check(settings.store_path).ok
