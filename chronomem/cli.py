@@ -61,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="bearer token required on every sse/http request (default $CHRONOMEM_TOKEN); "
         "needed to bind to a non-loopback --host",
     )
+    p.add_argument(
+        "--tokens", metavar="FILE",
+        help="a team's token file: one named token per client, read-only and project limits (default "
+        "$CHRONOMEM_TOKENS_FILE; README, team memory)",
+    )
 
     p = sub.add_parser("remember", parents=[common], help="store a statement (and optional facts)")
     p.add_argument("content", help="the text to remember; '-' reads standard input")
@@ -239,7 +244,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve" and args.transport != "stdio":
         from chronomem.server.security import check_exposure
 
-        check_exposure(args.host, token)  # refuse at once, before anything loads
+        tokens_file = args.tokens or os.environ.get("CHRONOMEM_TOKENS_FILE") or None
+        if not tokens_file:
+            check_exposure(args.host, token)  # refuse at once, before anything loads
 
     svc = MemoryService(settings)
     if args.command == "serve":
@@ -253,6 +260,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             token=token,
             allowed_hosts=_csv(os.environ.get("CHRONOMEM_ALLOWED_HOSTS")),
             allowed_origins=_csv(os.environ.get("CHRONOMEM_ALLOWED_ORIGINS")),
+            tokens_file=args.tokens or os.environ.get("CHRONOMEM_TOKENS_FILE") or None,
         )
         return 0
 

@@ -19,25 +19,34 @@ def serve(
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    tokens_file: str | None = None,
 ) -> None:
     """Block serving MCP until the client disconnects (stdio) or the process is stopped (HTTP).
 
     SSE and HTTP refuse a non-loopback `host` without a bearer `token`, require the token on
-    every request when one is set, and check Host/Origin headers (see `security`).
+    every request when one is set, and check Host/Origin headers (see `security`). With `tokens_file` (a team
+    server, server/team.py) every client has its own token, name and rights.
     """
     from chronomem.server.app import build_server
     from chronomem.malloc import limit_arenas
     from chronomem.server.security import check_exposure, serve_network
 
+    team = None
+    if tokens_file and transport in ("sse", "http"):
+        from chronomem.server.team import Team
+
+        team = Team.load(tokens_file)  # a bad file is one line, before anything starts
     if transport in ("sse", "http"):
-        check_exposure(host, token)  # before anything starts: a refusal is one line
+        check_exposure(host, team.tokens[0] if team else token)  # before anything starts: a refusal is one line
     limit_arenas()  # before the model's and the store's worker threads start
     server = build_server(svc)
+    if team is not None:
+        server.team = team  # type: ignore[attr-defined]
     print(start_line(svc, transport, host, port), file=sys.stderr, flush=True)
     if transport == "stdio":
         server.run("stdio")
     elif transport in ("sse", "http"):
-        serve_network(server, transport, host, port, token, allowed_hosts, allowed_origins)
+        serve_network(server, transport, host, port, team.tokens if team else token, allowed_hosts, allowed_origins)
     else:  # pragma: no cover - the CLI restricts the choices
         raise ValueError(f"unknown transport {transport!r}")
 
