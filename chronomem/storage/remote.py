@@ -177,6 +177,7 @@ class Lease:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.generation: int | None = None
         self._depth = 0
+        self._listed: list[str] = []
         self._renewer: threading.Thread | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -188,7 +189,8 @@ class Lease:
     def _state(self) -> tuple[int, bool]:
         """(newest generation, whether it is released) — (0, True) when there is none."""
         newest, done = 0, set()
-        for name in self.objects.names(self.folder):
+        self._listed = self.objects.names(self.folder)
+        for name in self._listed:
             stem, _, ext = name.partition(".")
             if not stem.isdigit():
                 continue
@@ -270,9 +272,10 @@ class Lease:
         self.release()
 
     def _clean(self, generation: int) -> None:
-        """Delete generations older than the one before ours (best effort: they only cost a listing)."""
+        """Delete generations older than the one before ours (best effort: they only cost a listing), from the
+        listing `_take` just made."""
         try:
-            for name in self.objects.names(self.folder):
+            for name in self._listed:
                 stem = name.partition(".")[0]
                 if stem.isdigit() and int(stem) < generation - 1:
                     self.objects.delete(f"{self.folder}/{name}")

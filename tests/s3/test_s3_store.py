@@ -113,3 +113,11 @@ def test_s3_ddb_commits_through_a_dynamodb_table(
     from chronomem.storage.doctor import check
 
     assert check(settings.store_path).ok
+
+
+def test_install_keeps_a_store_uri_as_it_is(tmp_path: Path) -> None:
+    from chronomem.install import server_env
+
+    assert server_env({}, store="s3://team-memory/backend") == {"CHRONOMEM_HOME": "s3://team-memory/backend"}
+    assert server_env({"CHRONOMEM_HOME": "gs://b/m"}) == {"CHRONOMEM_HOME": "gs://b/m"}
+    assert server_env({}, store=str(tmp_path / "x")) == {"CHRONOMEM_HOME": str(tmp_path / "x")}

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 import secrets
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
 
-from _server_helpers import READ_TIMEOUT, call_error, call_ok, free_port, full_env, serve_args
+from _server_helpers import READ_TIMEOUT, call_error, call_ok, full_env, running_server, serve_args
 
 pytestmark = pytest.mark.slow  # a real server and four clients (~15 s)
 
@@ -48,24 +46,7 @@ async def session(base: str, token: str, work) -> None:
 
 def test_team_server_names_limits_and_refuses(store: Path, tmp_path: Path) -> None:
     path, tokens = tokens_file(tmp_path)
-    port = free_port()
-    log = open(tmp_path / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, *serve_args(store, "--transport", "http", "--host", "0.0.0.0", "--port", str(port),
-                                     "--tokens", str(path), project="backend")],
-        env=full_env(), cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, (tmp_path / "server.log").read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+    with running_server(store, "http", tmp_path, project="backend", extra=["--host", "0.0.0.0", "--tokens", str(path)]) as base:
         post = lambda **h: httpx.post(f"{base}/mcp", json=INIT, headers={**HEADERS, **h}, timeout=READ_TIMEOUT)  # noqa: E731
         assert post().status_code == 401
         assert post(Authorization="Bearer not-a-known-token-000000").status_code == 401
@@ -106,17 +87,8 @@ def test_team_server_names_limits_and_refuses(store: Path, tmp_path: Path) -> No
             await session(base, tokens["alice"], check)
 
         anyio.run(run)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-    assert "tokens" not in (tmp_path / "server.log").read_text() or all(
-        t not in (tmp_path / "server.log").read_text() for t in tokens.values()
-    )
+    log = (tmp_path / "server-http.log").read_text()
+    assert all(t not in log for t in tokens.values()), "a token reached the server log"
 
 
 def test_a_bad_token_file_is_one_line(store: Path, tmp_path: Path) -> None:
