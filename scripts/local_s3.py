@@ -81,9 +81,12 @@ def _operation(environ: dict[str, Any]) -> str:
 
 def serve(host: str = "127.0.0.1", port: int = 0, ignore_conditional: bool = False) -> tuple[Any, str]:
     """Start the server on a thread; (the werkzeug server, its endpoint URL)."""
-    from moto.server import ThreadedMotoServer  # noqa: F401 - the request handler moto's own server uses
+    import logging
+
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
 
     server = make_server(host, port, LocalS3(ignore_conditional), threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=server.serve_forever, name="local-s3", daemon=True).start()

@@ -14,7 +14,7 @@ from chronomem.errors import StoreError
 from chronomem.service import MemoryService
 from chronomem.tools import as_of, forget, history, recall, remember
 
-from .conftest import REPO, cli_env
+from .conftest import cli_env, make_bucket
 
 
 def test_store_location_is_a_path_or_a_uri(tmp_path: Path) -> None:
@@ -121,3 +121,20 @@ def test_install_keeps_a_store_uri_as_it_is(tmp_path: Path) -> None:
     assert server_env({}, store="s3://team-memory/backend") == {"CHRONOMEM_HOME": "s3://team-memory/backend"}
     assert server_env({"CHRONOMEM_HOME": "gs://b/m"}) == {"CHRONOMEM_HOME": "gs://b/m"}
     assert server_env({}, store=str(tmp_path / "x")) == {"CHRONOMEM_HOME": str(tmp_path / "x")}
+
+
+def test_a_failed_open_is_tried_again(local_s3: str, s3_env: dict[str, str], embedder, monkeypatch) -> None:
+    """A store that could not open (its bucket not made yet) opens once it can: the error is not kept for good."""
+    import boto3
+
+    import chronomem.service as service
+
+    name = f"late-{make_bucket(local_s3)}"
+    svc = MemoryService(Settings(store_path=StoreURI(f"s3://{name}/mem"), project="p"), embedder=embedder)
+    with pytest.raises(StoreError, match="does not exist"):
+        svc.store
+    boto3.client("s3", endpoint_url=local_s3, region_name="us-east-1").create_bucket(Bucket=name)
+    with pytest.raises(StoreError, match="does not exist"):
+        svc.store  # within STORE_RETRY_SECONDS the same answer, without a request
+    monkeypatch.setattr(service, "STORE_RETRY_SECONDS", 0.0)
+    assert svc.store.count() == 0
