@@ -14,7 +14,7 @@ then learns who it is from the same header (`Team.client`), and `Team.authorize`
 a read-only client may call only the tools marked read-only; a client with `projects` may name only those
 (a project key or the name people write for it, `display_name`), and may not read `scope="all"`. What a client
 writes carries its name: `remember` tags the memory `client:<name>`, `forget` appends `(by <name>)` to the
-reason. Tokens never appear in logs or errors; names do.
+reason. The session brief (resource and prompt, server/brief.py) obeys the same project limits. Tokens never appear in logs or errors; names do.
 """
 
 from __future__ import annotations
@@ -130,6 +130,16 @@ def authorize(
         arguments = {**arguments, "reason": f"{reason} (by {client.name})" if isinstance(reason, str) and reason
                      else f"by {client.name}"}
     return arguments
+
+
+def check_brief(team: Team, context: Any, project: str | None, project_of: Callable[[str | None], str]) -> None:
+    """Refuse (InvalidInput) a session brief of a project the requesting client may not use."""
+    client = team.client(getattr(context, "headers", None))
+    if client is None:
+        raise InvalidInput("unauthorized: send Authorization: Bearer <your token>")
+    key = project_of(project)
+    if not _allowed(client, key):
+        raise InvalidInput(f"client {client.name!r} may not use project {_name(key)!r}")
 
 
 def _name(key: str) -> str:

@@ -14,7 +14,9 @@ numbered generations `<gen>.lease` under `_chronomem/leases/<name>/`:
   generation than ours means we raced with an old listing, and we back off;
 - a holder renews by creating the next generation itself before its lease expires (a background thread);
   a crashed holder's lease expires after `LEASE_SECONDS`, and the next acquirer takes over;
-- to release, create `<gen>.done`; the next holder deletes generations older than its own.
+- to release, create `<gen>.done`; the next holder deletes generations older than its own;
+- a waiter queues (`want-<start time>-<owner>`, refreshed while it waits) and a free lease goes to the oldest
+  fresh waiter, so no writer starves behind others that happen to poll at the right moments.
 Expiry compares wall clocks of different machines: they are assumed to agree within seconds (NTP).
 A store that ignores conditional creates breaks this (and Lance's own commits): `doctor` probes for it.
 """
@@ -41,6 +43,11 @@ log = logging.getLogger(__name__)
 #: How long a lease holds without renewal: a crashed holder blocks others at most this long. A write under the
 #: lease takes ~0.1-1 s on S3 (DESIGN.md: an append is 4 requests, optimize ~300); renewal every third of it.
 LEASE_SECONDS = 15.0
+#: A waiter's place in the queue lasts this long without being refreshed (a waiter killed while waiting holds
+#: the others back at most this long); waiters refresh it every third of it.
+WANT_SECONDS = 5.0
+#: Longest pause between two looks at a held lease (each look is one LIST request).
+MAX_POLL_SECONDS = 0.2
 #: Where chronomem's own objects live beside the tables.
 META_PREFIX = "_chronomem"
 
@@ -127,12 +134,17 @@ class Objects:
 
     def names(self, under: str) -> list[str]:
         """Names (relative to `under`) of the objects below the folder `under`."""
+        return list(self.entries(under))
+
+    def entries(self, under: str) -> dict[str, float]:
+        """Name (relative to `under`) → last-modified time (epoch seconds) of the objects below the folder `under`."""
         import obstore
 
         base = self.key(under).rstrip("/") + "/"
-        found: list[str] = []
+        found: dict[str, float] = {}
         for batch in obstore.list(self.store, base):
-            found.extend(item["path"][len(base) :] for item in batch)
+            for item in batch:
+                found[item["path"][len(base) :]] = item["last_modified"].timestamp()
         return found
 
 
@@ -178,6 +190,9 @@ class Lease:
         self.generation: int | None = None
         self._depth = 0
         self._listed: list[str] = []
+        self._entries: dict[str, float] = {}
+        self._want: str | None = None
+        self._want_put = 0.0
         self._renewer: threading.Thread | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -189,7 +204,8 @@ class Lease:
     def _state(self) -> tuple[int, bool]:
         """(newest generation, whether it is released) — (0, True) when there is none."""
         newest, done = 0, set()
-        self._listed = self.objects.names(self.folder)
+        self._entries = self.objects.entries(self.folder)
+        self._listed = list(self._entries)
         for name in self._listed:
             stem, _, ext = name.partition(".")
             if not stem.isdigit():
@@ -230,23 +246,57 @@ class Lease:
             return self
         deadline = None if timeout < 0 else time.monotonic() + timeout
         pause = 0.02
-        while True:
+        try:
+            while True:
+                try:
+                    newest, released = self._state()
+                    if (released or self._expired(newest)) and not self._others_first():
+                        if self._take(newest + 1):
+                            self.generation = newest + 1
+                            self._depth = 1
+                            self._clean(newest + 1)
+                            self._start_renewing()
+                            return self
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise LeaseTimeout(f"{self.objects.location}/{self.folder}")
+                    self._queue()
+                except (StoreError, LeaseTimeout):
+                    raise
+                except Exception as exc:
+                    raise explain(self.objects.location, exc) from exc
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 1.5, MAX_POLL_SECONDS)
+        finally:
+            self._leave_queue()
+
+    # -- waiting in turn: without it a waiter that polls at the wrong moments starves (4 writers: one waited 30 s)
+    def _queue(self) -> None:
+        """Say that this holder waits (`want-<start ns>-<owner>`, kept fresh while it waits): the oldest waiter
+        takes the lease next."""
+        now = time.monotonic()
+        if self._want is None:
+            self._want = f"want-{time.time_ns():020d}-{self.owner.replace(':', '_')}"
+        elif now - self._want_put < WANT_SECONDS / 3:
+            return
+        self.objects.put(f"{self.folder}/{self._want}", b"")
+        self._want_put = now
+
+    def _others_first(self) -> bool:
+        """Whether a fresh waiter queued before this one (every fresh waiter, when this one is not queued)."""
+        now = time.time()
+        waiting = sorted(
+            name for name, modified in self._entries.items()
+            if name.startswith("want-") and name != self._want and now - modified < WANT_SECONDS
+        )
+        return bool(waiting) and (self._want is None or waiting[0] < self._want)
+
+    def _leave_queue(self) -> None:
+        if self._want is not None:
             try:
-                newest, released = self._state()
-                if (released or self._expired(newest)) and self._take(newest + 1):
-                    self.generation = newest + 1
-                    self._depth = 1
-                    self._clean(newest + 1)
-                    self._start_renewing()
-                    return self
-            except StoreError:
-                raise
-            except Exception as exc:
-                raise explain(self.objects.location, exc) from exc
-            if deadline is not None and time.monotonic() >= deadline:
-                raise LeaseTimeout(f"{self.objects.location}/{self.folder}")
-            time.sleep(pause * (0.5 + random.random()))
-            pause = min(pause * 1.5, 0.5)
+                self.objects.delete(f"{self.folder}/{self._want}")
+            except Exception:  # it goes stale after WANT_SECONDS
+                log.debug("could not leave the lease queue", exc_info=True)
+            self._want = None
 
     def release(self) -> None:
         if self._depth > 1:

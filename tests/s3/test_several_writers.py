@@ -24,7 +24,8 @@ from .conftest import REPO
 
 pytestmark = pytest.mark.slow
 
-PER_WRITER = 40
+#: CHRONOMEM_S3_WRITES raises it (200, the issue's number, was run once by hand: see the commit message).
+PER_WRITER = int(os.environ.get("CHRONOMEM_S3_WRITES", "40"))
 
 
 def spawn(uri: str, tag: str, count: int, mode: str, env: dict[str, str]) -> subprocess.Popen[str]:

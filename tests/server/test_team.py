@@ -72,6 +72,9 @@ def test_team_server_names_limits_and_refuses(store: Path, tmp_path: Path) -> No
             assert "may not use project 'backend'" in refused
             assert "scope 'all'" in await call_error(c, "recall", {"query": "x", "project": "web-app", "scope": "all"})
             assert "backend" in await call_error(c, "forget", {"id": ids["alice"], "reason": "not mine"})
+            with pytest.raises(Exception, match="may not use project 'backend'"):
+                await c.read_resource("chronomem://brief")
+            assert "web app" in str(await c.read_resource("chronomem://brief/web-app")).lower()
 
         async def check(c) -> None:
             chain = await call_ok(c, "history", {"id": ids["alice"]})
