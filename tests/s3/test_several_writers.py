@@ -1,8 +1,8 @@
 """Several processes writing one store in object storage (the local S3 server), each its own `MemoryService` with
 its own LanceDB connection — as servers on different machines would be; they share nothing but the bucket.
 
-N is 40 remembers per writer here (the issue asked 200; 40 keeps the run within minutes on two shared cores,
-and every commit contends just the same)."""
+N is 40 remembers per writer here (the issue asked 200; 40 keeps the run within minutes on two shared cores;
+every commit contends just the same, but a longer run is what shows starvation: see PER_WRITER)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ from .conftest import REPO
 
 pytestmark = pytest.mark.slow
 
-#: CHRONOMEM_S3_WRITES raises it (200, the issue's number, was run once by hand: see the commit message).
+#: CHRONOMEM_S3_WRITES raises it. 200 (the issue's number) was run by hand: before the lease queue one writer
+#: gave up after waiting 30 s (loudly, nothing lost); with the queue the run outlasted the time at hand (>14 min
+#: on 2 shared cores) and was stopped, so 200 is not confirmed. Pass --timeout too: the default is 300 s.
 PER_WRITER = int(os.environ.get("CHRONOMEM_S3_WRITES", "40"))
 
 
