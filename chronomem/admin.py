@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from chronomem.config import Settings
+from chronomem.config import Settings, is_remote
 from chronomem.errors import InvalidInput, StoreError
 
 COMMANDS = ("purge", "export", "import", "doctor", "backup", "restore", "reembed")
@@ -108,7 +108,24 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+#: Commands that work on a local store's directory (its files, its backups, a local lock) and are refused on a
+#: store in object storage, each with what to do instead.
+LOCAL_ONLY = {
+    "purge": "it rewrites the table's history, which other writers of a shared store may still be committing to",
+    "backup": "backups are files beside a local store; keep the bucket's own versioning or `chronomem export` it",
+    "restore": "restore into a local store, then `chronomem export` it and `chronomem import` into a new prefix",
+    "reembed": "it rewrites every row while servers of other machines write: re-embed a local copy "
+    "(`chronomem export`, `import`) and point the team at its new prefix",
+    "import": "import into a local store first, or ask for a shared-store import",
+}
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    if is_remote(settings.store_path) and args.command in LOCAL_ONLY:
+        raise StoreError(
+            f"`chronomem {args.command}` works on a local store only, and {settings.store_path} is in object storage: "
+            f"{LOCAL_ONLY[args.command]}"
+        )
     if args.command == "doctor":
         return _doctor(args, settings)
     if args.command == "restore":

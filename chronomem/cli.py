@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; any other needs a token)")
     p.add_argument("--token", help="the page's token (default $CHRONOMEM_TOKEN, else a random one for this run)")
     p.add_argument("--no-browser", action="store_true", help="print the one-time link, do not open a browser")
+    p.add_argument(
+        "--tokens", metavar="FILE",
+        help="a team's token file: one named token per client, read-only and project limits (default "
+        "$CHRONOMEM_TOKENS_FILE; README, team memory)",
+    )
 
     p = sub.add_parser("remember", parents=[common], help="store a statement (and optional facts)")
     p.add_argument("content", help="the text to remember; '-' reads standard input")
@@ -175,7 +180,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    settings = Settings.from_env(store=args.store, project=args.project)
+    try:
+        settings = Settings.from_env(store=args.store, project=args.project)
+    except ValueError as exc:  # CHRONOMEM_STORAGE_OPTIONS that is not a JSON object
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     _setup_logging(args.verbose, settings)
     try:
         _consent_to_upgrade(args, settings)
@@ -253,7 +262,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if network:
         from chronomem.server.security import check_exposure
 
-        check_exposure(args.host, token)  # refuse at once, before anything loads
+        tokens_file = args.tokens or os.environ.get("CHRONOMEM_TOKENS_FILE") or None
+        if not tokens_file:
+            check_exposure(args.host, token)  # refuse at once, before anything loads
 
     svc = MemoryService(settings)
     if args.command in ("serve", "ui"):
@@ -270,6 +281,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             allowed_origins=_csv(os.environ.get("CHRONOMEM_ALLOWED_ORIGINS")),
             ui=page,
             open_browser=args.command == "ui" and not args.no_browser,
+            tokens_file=args.tokens or os.environ.get("CHRONOMEM_TOKENS_FILE") or None,
         )
         return 0
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,86 @@ DEFAULT_GATE_NOVELTY = 0.05
 DEFAULT_GATE_SALIENCE = 0.3
 
 
+#: URI schemes whose stores live in object storage, opened by LanceDB (`s3+ddb` commits through a DynamoDB table).
+REMOTE_SCHEMES = ("s3", "s3+ddb", "gs", "az", "abfs")
+
+
+@dataclass(frozen=True)
+class StoreURI:
+    """A store in object storage: `s3://bucket/prefix` (or s3+ddb, gs, az), never a local path.
+
+    `options` are LanceDB / object_store storage options from CHRONOMEM_STORAGE_OPTIONS (a JSON object); the
+    standard environment (AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, AWS_ACCESS_KEY_ID, AWS_REGION, GOOGLE_*, AZURE_*) is
+    read by LanceDB and object_store themselves. `str()` is the URI, which never holds a secret."""
+
+    uri: str
+    options: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def __truediv__(self, name: str) -> StoreURI:
+        base, sep, query = self.uri.partition("?")  # `s3+ddb://b/p?ddbTableName=t`: the name goes before the query
+        return StoreURI(f"{base.rstrip('/')}/{name}{sep}{query}", self.options)
+
+    @property
+    def scheme(self) -> str:
+        return self.uri.split("://", 1)[0].lower()
+
+    @property
+    def name(self) -> str:
+        return self.uri.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+
+    def expanduser(self) -> StoreURI:
+        return self
+
+    def exists(self) -> bool:
+        """Always True: whether the bucket and store exist is asked of the store when it opens (one clear line)."""
+        return True
+
+    def storage_options(self) -> dict[str, str]:
+        return dict(self.options)
+
+
+#: Where a store lives: a local directory, or a URI in object storage.
+StoreLocation = Path | StoreURI
+
+
+def is_remote(location: object) -> bool:
+    """Whether `location` is a store in object storage (a `StoreURI`)."""
+    return isinstance(location, StoreURI)
+
+
+def parse_store(
+    value: str | os.PathLike[str], environ: Mapping[str, str] | None = None
+) -> StoreLocation:
+    """`--store` / CHRONOMEM_HOME as a location: `s3://…`, `s3+ddb://…`, `gs://…`, `az://…` stay URIs (a `Path`
+    would collapse their `//`), `file://DIR` and anything else is a local directory."""
+    text = os.fspath(value)
+    head, sep, _ = text.partition("://")
+    if sep and head.lower() in REMOTE_SCHEMES:
+        env = os.environ if environ is None else environ
+        return StoreURI(text.rstrip("/"), _storage_options(env.get("CHRONOMEM_STORAGE_OPTIONS")))
+    if sep and head.lower() == "file":
+        return Path(text[len("file://") :])
+    return Path(text)
+
+
+def _storage_options(value: str | None) -> tuple[tuple[str, str], ...]:
+    """CHRONOMEM_STORAGE_OPTIONS (a JSON object of LanceDB storage options) as sorted pairs; unset → none."""
+    if not value:
+        return ()
+    import json
+
+    try:
+        data = json.loads(value)
+    except ValueError:
+        raise ValueError("CHRONOMEM_STORAGE_OPTIONS is not a JSON object of storage options") from None
+    if not isinstance(data, dict):
+        raise ValueError("CHRONOMEM_STORAGE_OPTIONS is not a JSON object of storage options")
+    return tuple(sorted((str(k).lower(), str(v)) for k, v in data.items()))
+
+
 def default_store_path() -> Path:
     """The user's data directory (XDG_DATA_HOME on Linux), never the working directory."""
     from platformdirs import user_data_path
@@ -60,7 +141,8 @@ def default_store_path() -> Path:
 class Settings:
     """Resolved settings for one store and one server or CLI process."""
 
-    store_path: Path
+    #: A local directory, or a `StoreURI` in object storage.
+    store_path: StoreLocation
     model_name: str = DEFAULT_MODEL
     model_path: Path | None = None
     project: str | None = None
@@ -91,9 +173,9 @@ class Settings:
         environ: dict[str, str] | None = None,
     ) -> Settings:
         env = os.environ if environ is None else environ
-        store_path = Path(store) if store else None
+        store_path = parse_store(store, env) if store else None
         if store_path is None and env.get("CHRONOMEM_HOME"):
-            store_path = Path(env["CHRONOMEM_HOME"])
+            store_path = parse_store(env["CHRONOMEM_HOME"], env)
         if store_path is None:
             store_path = default_store_path()
         model_path = env.get("CHRONOMEM_MODEL_PATH")

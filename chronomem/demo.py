@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 from chronomem.config import Settings
 
@@ -28,7 +29,7 @@ def run_demo(settings: Settings, as_json: bool = False) -> int:
     from chronomem.service import MemoryService
 
     with tempfile.TemporaryDirectory(prefix="chronomem-demo-") as tmp:
-        svc = MemoryService(replace(settings, store_path=settings.store_path.__class__(tmp), project=PROJECT))
+        svc = MemoryService(replace(settings, store_path=Path(tmp), project=PROJECT))
         outputs = []
         say = _printer(as_json, outputs)
         say("# Remembering a project's story (valid times in 2024):", None)

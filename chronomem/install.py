@@ -133,10 +133,17 @@ def server_env(environ: Mapping[str, str] | None = None, store: str | os.PathLik
     for key in ENV_KEYS:
         value = (env.get(key) or "").strip()
         if value:
-            out[key] = os.path.abspath(os.path.expanduser(value)) if key in _PATH_KEYS else value
+            out[key] = _absolute(value) if key in _PATH_KEYS else value
     if store:
-        out["CHRONOMEM_HOME"] = os.path.abspath(os.path.expanduser(str(store)))
+        out["CHRONOMEM_HOME"] = _absolute(str(store))
     return out
+
+
+def _absolute(value: str) -> str:
+    """A local path made absolute; a store URI (`s3://…`, config.parse_store) kept as it is."""
+    from chronomem.config import is_remote, parse_store
+
+    return value if is_remote(parse_store(value, {})) else os.path.abspath(os.path.expanduser(value))
 
 
 def build_entry(

@@ -2,9 +2,10 @@
 
 Opening the store and loading the model are slow (about a second each), so both
 start on background threads (`warm_up`) and every accessor waits for them.
-Writes are serialised by `writing()`: a thread lock within the process and a file lock in
-the store directory across processes, so two clients' servers resolving the same fact
-slot cannot interleave their read-modify-write.
+Writes are serialised by `writing()`: a thread lock within the process and, across processes, a file
+lock in the store directory — or, for a store in object storage, a lease in the bucket that holds across
+machines (storage/remote.py) — so two clients' servers resolving the same fact slot cannot interleave
+their read-modify-write. A store that failed to open is tried again after `STORE_RETRY_SECONDS`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from chronomem.records import utcnow
 from chronomem.search.engine import open_store
 from chronomem.search.terms import warm as warm_terms
 from chronomem.storage import MemoryStore
-from chronomem.storage.store import WRITE_LOCK_NAME
+from chronomem.storage.locks import WRITE_LOCK_NAME, store_lock
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,9 @@ log = logging.getLogger(__name__)
 PROJECT_NAMES_TTL = 30.0
 #: How long a write waits for another process's write before failing with advice.
 WRITE_LOCK_TIMEOUT = 30.0
+#: How long a failure to open the store is answered from memory before opening is tried again (an object store
+#: that was unreachable, or a race with another server creating it, must not leave this one broken for good).
+STORE_RETRY_SECONDS = 5.0
 
 
 class MemoryService:
@@ -57,6 +61,7 @@ class MemoryService:
         self._file_lock: Any = None
         self._store: MemoryStore | None = None
         self._store_error: ChronomemError | None = None
+        self._store_error_at = 0.0
         self._store_lock = threading.Lock()
         self._warming = False  # warm_up ran (the CLI starts it before the MCP library loads; the server again)
         self._project_names: tuple[float, dict[str, str]] | None = None
@@ -97,7 +102,9 @@ class MemoryService:
         with self._store_lock:
             if self._store is None:
                 if self._store_error is not None:
-                    raise self._store_error
+                    if time.monotonic() - self._store_error_at < STORE_RETRY_SECONDS:
+                        raise self._store_error
+                    self._store_error = None
                 try:
                     self._store = open_store(
                         self.settings.store_path,
@@ -106,18 +113,19 @@ class MemoryService:
                         read_index_rows=self.settings.read_index_rows,
                     )
                 except ChronomemError as exc:
-                    self._store_error = exc
+                    self._store_error, self._store_error_at = exc, time.monotonic()
                     raise
                 except Exception as exc:  # pragma: no cover - defensive: any open failure is one line
                     log.debug("store open failed", exc_info=True)
                     self._store_error = StoreError(f"cannot open store {self.settings.store_path}: {exc}")
+                    self._store_error_at = time.monotonic()
                     raise self._store_error from exc
             return self._store
 
     @contextmanager
     def writing(self) -> Iterator[None]:
         """Hold the store's write lock (in-process and cross-process) for one logical write."""
-        from filelock import FileLock, Timeout
+        from filelock import Timeout
 
         store = self.store
         with self._waiting_lock:
@@ -129,7 +137,7 @@ class MemoryService:
                 self._waiting -= 1
         try:
             if self._file_lock is None:
-                self._file_lock = FileLock(str(store.path / WRITE_LOCK_NAME))
+                self._file_lock = store_lock(store.path, WRITE_LOCK_NAME)
             try:
                 self._file_lock.acquire(timeout=WRITE_LOCK_TIMEOUT)
             except Timeout:
@@ -137,6 +145,8 @@ class MemoryService:
                     f"another process has held the write lock of {store.path} for {WRITE_LOCK_TIMEOUT:.0f} s; "
                     "retry, or check for a stuck chronomem process"
                 ) from None
+            except StoreError:
+                raise
             except OSError as exc:  # a read-only or full store cannot take the lock file: say which
                 from chronomem.storage.doctor import resource_error
 

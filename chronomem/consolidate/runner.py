@@ -1,10 +1,11 @@
 """The consolidator's scheduler: bounded background steps between tool calls, one per store.
 
 After every tool call the server pokes the runner. It waits until no call has been in
-flight for `idle_seconds`, then takes one bounded step under a cross-process lock in the
-store directory, so several servers on one store never consolidate at once. A step
-already running finishes but none starts while calls flow. A crashed holder's lock is
-released by the OS with its process (flock), so it never blocks others for good.
+flight for `idle_seconds`, then takes one bounded step under the store's consolidation lock
+(storage/locks.py: a file lock in a local store directory, a lease in the bucket of a store in
+object storage), so several servers on one store — on one machine or several — never consolidate
+at once; the others skip. A step already running finishes but none starts while calls flow. A
+crashed holder's lock is released by the OS with its process (flock), or its lease expires.
 
 A step is the first of these that has work, cheapest and most urgent first:
 1. rules extraction over pending chunks (stage_rules.py; up to 48 chunks, ended early by a waiting call);
@@ -51,10 +52,10 @@ from chronomem.consolidate.watermark import ConsolidationState
 from chronomem.errors import ChronomemError
 from chronomem.service import MemoryService
 from chronomem.storage.backup import BACKUP_INTERVAL
+from chronomem.storage.locks import CONSOLIDATE_LOCK_NAME, store_lock
 
 log = logging.getLogger(__name__)
 
-CONSOLIDATE_LOCK_NAME = ".consolidate.lock"
 #: Quiet time after the last tool call before a background step starts.
 IDLE_SECONDS = 0.25
 #: How often a waiting consolidator looks whether a burst of writes needs compacting.
@@ -198,10 +199,10 @@ class Consolidator:
     def step(self, work: Callable[[Any], StepReport | None] | None = None) -> StepReport | None:
         """Do one unit of pending work (`work`: the next of the list above) under the store's consolidation lock;
         None when there is none."""
-        from filelock import FileLock, Timeout
+        from filelock import Timeout
 
         store = self.svc.store
-        lock = FileLock(str(store.path / CONSOLIDATE_LOCK_NAME))
+        lock = store_lock(store.path, CONSOLIDATE_LOCK_NAME)
         try:
             lock.acquire(timeout=0)
         except Timeout:
@@ -222,13 +223,15 @@ class Consolidator:
     def _scheduled_backup(self) -> None:
         """Nothing else to do: take the backup the schedule wants (storage/backup.py), under the consolidation
         lock, without the write lock (it reads one version). Kept out of `steps`: it is not consolidation."""
-        from filelock import FileLock, Timeout
+        from filelock import Timeout
 
         from chronomem.storage.backup import backup_due, take_backup
 
         try:
             store = self.svc.store
-            lock = FileLock(str(store.path / CONSOLIDATE_LOCK_NAME))
+            if store.remote:
+                return  # backups are files beside a local store; a bucket keeps its own versions (README)
+            lock = store_lock(store.path, CONSOLIDATE_LOCK_NAME)
             lock.acquire(timeout=0)
         except (ChronomemError, Timeout):
             return

@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from chronomem.config import StoreLocation, is_remote
 from chronomem.records import UTC
 
 STATE_FILE = "consolidate-state.json"
@@ -70,17 +71,19 @@ class StageMark:
 
 
 class ConsolidationState:
-    """The state file of one store: stage marks plus small facts about upkeep."""
+    """The state file of one store: stage marks plus small facts about upkeep. In object storage it is an object
+    beside the table (written whole by one PUT, so readers see the old or the new one), saved under the
+    consolidation lease like the local file under its lock."""
 
-    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+    def __init__(self, path: Any, data: dict[str, Any]) -> None:
         self.path = path
         self.data = data
 
     @classmethod
-    def load(cls, store_dir: Path) -> ConsolidationState:
+    def load(cls, store_dir: StoreLocation) -> ConsolidationState:
         path = store_dir / STATE_FILE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(_read_state(path))
             if not isinstance(data, dict):
                 data = {}
         except FileNotFoundError:
@@ -114,6 +117,11 @@ class ConsolidationState:
         """Write atomically: readers see the old file or the new one, never half of either."""
         self.data["seq"] = self.seq + 1
         text = json.dumps(self.data, indent=1, sort_keys=True)
+        if is_remote(self.path):
+            from chronomem.storage.remote import objects_of
+
+            objects_of(self.path).put("", text.encode("utf-8"))
+            return
         fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -135,3 +143,15 @@ def _iso(t: datetime) -> str:
 
 def _time(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _read_state(path: Any) -> str:
+    """The state's text; FileNotFoundError when there is none."""
+    if is_remote(path):
+        from chronomem.storage.remote import objects_of
+
+        raw = objects_of(path).get("")
+        if raw is None:
+            raise FileNotFoundError(str(path))
+        return raw.decode("utf-8")
+    return Path(path).read_text(encoding="utf-8")

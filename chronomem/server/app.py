@@ -136,6 +136,9 @@ class ChronomemServer(MCPServer[Any]):
     and whose calls without a `project` default to the client's workspace root (server/roots.py)."""
 
     workspaces: Workspaces | None = None
+    #: A team server's clients (server/team.py): who each call is, and what it may do.
+    team: Any = None
+    svc: MemoryService | None = None
 
     async def run_stdio_async(self) -> None:
         """mcp's stdio transport, with an answer to a request its JSON parser refuses but Python's reads.
@@ -177,12 +180,36 @@ class ChronomemServer(MCPServer[Any]):
             raise ToolError(f"invalid arguments for {name}: {unknown}")
         if self.workspaces is not None and context is not None:
             arguments = await self.workspaces.fill_project(self, name, arguments, context)
+        if self.team is not None and context is not None:
+            arguments = await self._authorize(name, arguments, context)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(f"invalid arguments for {name}: {validation_summary(exc.__cause__)}") from None
             raise
+
+
+    async def _authorize(self, name: str, arguments: dict[str, Any], context: Any) -> dict[str, Any]:
+        """The team client's rights on this call (server/team.py); its name goes with what it writes."""
+        from chronomem.server.team import authorize
+
+        client = self.team.client(getattr(context, "headers", None))
+        spec = next((s for s in SPECS if s.name == name), None)
+        if client is None or spec is None or self.svc is None:
+            raise ToolError("unauthorized: send Authorization: Bearer <your token>")
+        svc = self.svc
+
+        def memory_project(memory_id: str) -> str | None:
+            found = svc.store.get(memory_id)
+            return found.project if found is not None else None
+
+        try:
+            return await anyio.to_thread.run_sync(
+                partial(authorize, client, name, spec.hints.read_only, arguments, svc.project, memory_project)
+            )
+        except ChronomemError as exc:
+            raise ToolError(str(exc)) from None
 
 
 def validation_summary(error: ValidationError) -> str:
@@ -255,6 +282,7 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
         middleware=[reject_malformed_unicode, workspaces.middleware],
     )
     server.workspaces = workspaces
+    server.svc = svc
     limiter = anyio.CapacityLimiter(4)
 
     async def run(spec: ToolSpec, arguments: dict[str, Any]) -> CallToolResult:

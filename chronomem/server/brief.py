@@ -62,6 +62,11 @@ def register_brief(server: MCPServer[Any], svc: MemoryService) -> None:
     async def render(project: str | None, budget_tokens: Any, context: Any) -> str:
         if project in (None, ""):
             project = await workspace(context)
+        team = getattr(server, "team", None)
+        if team is not None:  # a team server (server/team.py): the client's project limits hold for briefs too
+            from chronomem.server.team import check_brief
+
+            await anyio.to_thread.run_sync(lambda: check_brief(team, context, project, svc.project))
         try:
             result = await anyio.to_thread.run_sync(lambda: brief(svc, project, budget_tokens))
         except ChronomemError:

@@ -91,17 +91,19 @@ def transport_security(host: str, allowed_hosts: Sequence[str] = (), allowed_ori
 
 
 class BearerTokenMiddleware:
-    """ASGI middleware: HTTP and WebSocket requests without `Authorization: Bearer <token>` get 401."""
+    """ASGI middleware: HTTP and WebSocket requests without `Authorization: Bearer <token>` (one of `tokens`: a team
+    server's token file has one per client, server/team.py) get 401."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str | Sequence[str]) -> None:
         self.app = app
-        self._token = token.strip().encode()
+        self._tokens = [t.strip().encode() for t in ([token] if isinstance(token, str) else token)]
 
     def _authorized(self, scope: dict[str, Any]) -> bool:
         for name, value in scope.get("headers") or []:
             if name.lower() == b"authorization":
                 scheme, _, credential = value.partition(b" ")
-                if scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token):
+                matches = [hmac.compare_digest(credential.strip(), t) for t in self._tokens]  # every one compared
+                if scheme.lower() == b"bearer" and any(matches):
                     return True
         return False
 
@@ -185,16 +187,19 @@ def network_app(
     server: Any,
     transport: str,
     host: str,
-    token: str | None,
+    token: str | Sequence[str] | None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
     sessions: Any = None,
 ) -> Any:
     """The ASGI app serving `server` (an `MCPServer`) over SSE or streamable HTTP with the checks above.
+    `token` may be several (a team's token file, server/team.py).
 
-    With `sessions` (uiauth.Sessions: the local page is on), `uiauth.UiGate` guards the page and keeps the
-    bearer check on `/mcp`."""
-    check_exposure(host, token)
+    With `sessions` (uiauth.Sessions: the local page is on, one token), `uiauth.UiGate` guards the page and
+    keeps the bearer check on `/mcp`."""
+    if sessions is not None and token is not None and not isinstance(token, str):
+        raise ValueError("the page has one token, not a team's")
+    check_exposure(host, token if isinstance(token, str) or token is None else (token[0] if token else None))
     security = transport_security(host, allowed_hosts, allowed_origins)
     if transport == "sse":
         app = server.sse_app(transport_security=security, host=host)
@@ -215,7 +220,7 @@ def serve_network(
     transport: str,
     host: str,
     port: int,
-    token: str | None,
+    token: str | Sequence[str] | None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
     sessions: Any = None,

@@ -22,6 +22,7 @@ def serve(
     allowed_origins: Sequence[str] = (),
     ui: bool = False,
     open_browser: bool = False,
+    tokens_file: str | None = None,
 ) -> None:
     """Block serving MCP until the client disconnects (stdio) or the process is stopped (HTTP).
 
@@ -29,6 +30,7 @@ def serve(
     every request when one is set, and check Host/Origin headers (see `security`). With `ui`
     (streamable HTTP only) the same app also serves the local page (server/ui.py) behind
     `uiauth`'s gate; a one-time login link goes to stderr, and to the browser with `open_browser`.
+    With `tokens_file` (a team server, server/team.py) every client has its own token, name and rights.
     """
     from chronomem.server.app import build_server
     from chronomem.malloc import limit_arenas
@@ -38,11 +40,22 @@ def serve(
         from chronomem.errors import InvalidInput
 
         raise InvalidInput("the page is served with the streamable HTTP transport: use --transport http with --ui")
+    team = None
+    if tokens_file and transport in ("sse", "http"):
+        from chronomem.server.team import Team
+
+        if ui:
+            from chronomem.errors import InvalidInput
+
+            raise InvalidInput("the page has one token: --ui cannot serve a team's token file; run `chronomem ui` on your machine")
+        team = Team.load(tokens_file)  # a bad file is one line, before anything starts
     if transport in ("sse", "http"):
-        check_exposure(host, token)  # before anything starts: a refusal is one line
+        check_exposure(host, team.tokens[0] if team else token)  # before anything starts: a refusal is one line
     limit_arenas()  # before the model's and the store's worker threads start
     server = build_server(svc)
     sessions = page_sessions(server, svc, host, port, token) if ui else None
+    if team is not None:
+        server.team = team  # type: ignore[attr-defined]
     print(start_line(svc, transport, host, port), file=sys.stderr, flush=True)
     if sessions is not None:
         print(f"the page: {sessions.link} (this link logs in once)", file=sys.stderr, flush=True)
@@ -51,7 +64,9 @@ def serve(
     if transport == "stdio":
         server.run("stdio")
     elif transport in ("sse", "http"):
-        serve_network(server, transport, host, port, token, allowed_hosts, allowed_origins, sessions=sessions)
+        serve_network(
+            server, transport, host, port, team.tokens if team else token, allowed_hosts, allowed_origins, sessions=sessions
+        )
     else:  # pragma: no cover - the CLI restricts the choices
         raise ValueError(f"unknown transport {transport!r}")
 

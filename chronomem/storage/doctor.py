@@ -25,6 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from chronomem.config import is_remote
 from chronomem.errors import StoreError
 from chronomem.records import utcnow
 from chronomem.storage import salvage
@@ -99,7 +100,14 @@ def resource_errno(exc: BaseException) -> int | None:
 
 
 def resource_error(path: Path | str, exc: BaseException, doing: str = "write to") -> StoreError | None:
-    """The one-line error for a full disk, quota, read-only or permission failure (the store is not damaged)."""
+    """The one-line error for a full disk, quota, read-only or permission failure (the store is not damaged);
+    for a store in object storage, the object store's failure said plainly (storage/remote.py)."""
+    if is_remote(path):
+        from chronomem.storage.remote import explain
+
+        if isinstance(exc, (NameError, TypeError, AttributeError, AssertionError, KeyError, IndexError)):
+            return None  # a bug of ours, not the object store's answer
+        return explain(path, exc)  # type: ignore[arg-type]
     number = resource_errno(exc)
     if number is None:
         return None
@@ -125,6 +133,8 @@ def damage_error(path: Path | str, exc: BaseException) -> StoreError:
 
 def foreign_entries(path: Path) -> list[str]:
     """Entries of `path` that a chronomem store does not hold (empty for a store or an empty directory)."""
+    if is_remote(path):
+        return []
     if not path.is_dir() or (path / f"{TABLE_NAME}.lance").exists():
         return []
     return sorted(name for name in os.listdir(path) if name not in OWN_ENTRIES and not name.startswith(OWN_PREFIXES))
@@ -149,13 +159,17 @@ class Checkup:
     problems: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: What a failure is when it is not damage (a store in object storage that cannot be reached, or that does
+    #: not honour conditional creates), with what to do: said instead of DAMAGED and the repair hint.
+    verdict: str | None = None
+    next_step: str | None = None
 
     def fail(self, problem: str) -> None:
         self.ok = False
         self.problems.append(problem)
 
     def text(self) -> str:
-        lines = [f"store {self.path}: " + ("healthy" if self.ok else "DAMAGED")]
+        lines = [f"store {self.path}: " + ("healthy" if self.ok else self.verdict or "DAMAGED")]
         if self.version is not None:
             rows = f", {self.rows} rows" if self.rows is not None else ""
             kept = f"{self.versions} version{'s' if self.versions != 1 else ''} kept"
@@ -172,16 +186,19 @@ class Checkup:
         lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  problem: {p}" for p in self.problems]
         lines += [f"  repaired: {a}" for a in self.actions]
-        if not self.ok:
+        if not self.ok and self.next_step:
+            lines.append(f"  next: {self.next_step}")
+        elif not self.ok:
             lines.append(f"  next: {recovery_hint(self.path) if not self.actions else 'move the directory aside and `chronomem import` an export'}")
         return "\n".join(lines)
 
 
-def _connect(path: Path) -> Any:
+def _connect(path: Any) -> Any:
     import lancedb
 
     os.environ.setdefault("LANCE_LOG", "error")
-    return lancedb.connect(str(path), read_consistency_interval=timedelta(0))
+    options = path.storage_options() if is_remote(path) else None
+    return lancedb.connect(str(path), read_consistency_interval=timedelta(0), storage_options=options or None)
 
 
 def _read_all(table: Any) -> int:
@@ -200,7 +217,10 @@ def _fts_works(table: Any) -> bool:
 
 def check(path: Path | str) -> Checkup:
     """Open the store read-only and read all of it, compare it with what was acknowledged (the ledger and the
-    newest backup); say what is wrong, if anything, and how old the last backup is."""
+    newest backup); say what is wrong, if anything, and how old the last backup is. A store in object storage
+    gets `check_remote` instead."""
+    if is_remote(path):
+        return check_remote(path)  # type: ignore[arg-type]
     path = Path(path)
     report = Checkup(str(path))
     if not path.exists():
@@ -252,6 +272,57 @@ def check(path: Path | str) -> Checkup:
         except Exception as exc:
             report.fail(f"the full-text index does not read: {error_line(exc)}")
     _note_acknowledged(path, report, int(table.count_rows()), ids)
+    return report
+
+
+def check_remote(location: Any) -> Checkup:
+    """A store in object storage: is the bucket reachable with these credentials, does it honour conditional
+    creates (`If-None-Match: *`: without them concurrent writers silently lose commits, unless LanceDB commits
+    through a DynamoDB table, `s3+ddb://`), and does the table open and read?"""
+    from chronomem.storage.remote import conditional_create_holds, explain, objects_of
+
+    report = Checkup(str(location))
+    objects = objects_of(location)
+    try:
+        objects.names("")
+    except Exception as exc:
+        report.verdict, report.next_step = "UNREACHABLE", "fix what the problem line says, then run doctor again"
+        report.fail(str(explain(location, exc)))
+        return report
+    report.notes.append("reachable, and the credentials may list it")
+    try:
+        honoured = conditional_create_holds(objects)
+    except Exception as exc:
+        report.verdict, report.next_step = "NOT WRITABLE", "give these credentials write access to the prefix"
+        report.fail(f"cannot write a probe object: {explain(location, exc)}")
+        return report
+    if honoured:
+        report.notes.append("honours conditional create (If-None-Match): several writers are safe")
+    elif location.scheme == "s3+ddb":
+        report.notes.append("ignores conditional create, but commits go through the DynamoDB commit table")
+    else:
+        report.verdict = "UNSAFE FOR SEVERAL WRITERS"
+        report.next_step = (
+            "use a store that honours If-None-Match (AWS S3, MinIO, R2 do), or `s3+ddb://…?ddbTableName=…` "
+            "with a DynamoDB commit table; until then let one process write"
+        )
+        report.fail("the store ignores conditional create (If-None-Match: *): concurrent writers would silently lose "
+                    "commits and the write lease would not hold")
+    try:
+        db = _connect(location)
+        if TABLE_NAME not in db.list_tables().tables:
+            report.notes.append("empty (a store is created on first use)")
+            return report
+        table = db.open_table(TABLE_NAME)
+        report.version = int(table.version)
+        report.versions = len(table.list_versions())
+        report.model, report.dim = stored_model(table.schema)
+        report.schema = schema_version(table.schema)
+        report.rows = int(table.count_rows())
+        for made_by in table.to_arrow().column("embed_model").to_pylist():
+            report.row_models[made_by or "?"] = report.row_models.get(made_by or "?", 0) + 1
+    except Exception as exc:
+        report.fail(f"the table does not read: {explain(location, exc)}")
     return report
 
 
@@ -362,6 +433,11 @@ def repair(path: Path | str) -> Checkup:
     from chronomem.storage import ledger as ledger_mod
     from chronomem.storage.backup import latest_backup, read_backup
 
+    if is_remote(path):
+        report = check_remote(path)
+        if not report.ok and report.verdict is None:
+            report.notes.append("--repair works on a local store only: `chronomem export` what reads, then import it")
+        return report
     path = Path(path)
     before = check(path)
     if before.ok or not (path / f"{TABLE_NAME}.lance").exists():

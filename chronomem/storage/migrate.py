@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from chronomem.config import is_remote
 from chronomem.records import UTC, Usage
 from chronomem.storage.schema import (
     SCHEMA_VERSION,
@@ -53,7 +54,10 @@ _CONFLICT, _SEEN, _ANCHOR = "cm:conflict:", "cm:seen:", "cm:anchor:"
 
 def pending(path: Path | str) -> int | None:
     """The schema version of the store at `path` when opening it will migrate it (older than this code's),
-    else None (no store, or already current, or newer: `MemoryStore.open` refuses that)."""
+    else None (no store, or already current, or newer: `MemoryStore.open` refuses that). A store in object storage
+    is shared by a team: it is migrated when it opens, under the write lease, without a question (None)."""
+    if is_remote(path):
+        return None
     table_dir = Path(path) / f"{TABLE_NAME}.lance"
     if not table_dir.is_dir():
         return None

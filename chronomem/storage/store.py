@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from chronomem.config import DEFAULT_READ_INDEX_ROWS
+from chronomem.config import DEFAULT_READ_INDEX_ROWS, StoreLocation, is_remote
 from chronomem.errors import StoreError
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.storage.usage import UsageLog
@@ -34,6 +34,7 @@ from chronomem.storage.commitwatch import CommitWatch
 from chronomem.storage import ledger
 from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint, resource_error
 from chronomem.storage.filters import Filter
+from chronomem.storage.locks import WRITE_LOCK_NAME, store_lock
 from chronomem.storage.schema import (
     RESULT_COLUMNS,
     SCHEMA_VERSION,
@@ -65,7 +66,7 @@ class ReadIndex(Protocol):
 
 
 #: Builds a read index from (LanceDB table, vector dimension, scan limit, directory for its spill file).
-BuildReadIndex = Callable[[Any, int, int, Path], ReadIndex]
+BuildReadIndex = Callable[[Any, int, int, Path | None], ReadIndex]
 
 log = logging.getLogger(__name__)
 
@@ -80,18 +81,19 @@ OPEN_BUILD_ROWS = 2_000
 #: LanceDB's index cache once the read index answers the searches (LanceDB is left with the rare filters the
 #: copy cannot evaluate, mostly scans). Its default, 6 GB, kept what the first searches had loaded.
 LANCE_CACHE_BEHIND_INDEX = 16 * 2**20
-#: The store's cross-process write lock file (the one `MemoryService.writing` holds).
-WRITE_LOCK_NAME = ".write.lock"
+#: How often opening a store in object storage retries when another process's commit (creating the table or its
+#: index) conflicts with its own: 8 servers opening a fresh store at once took up to 4 tries under the lease.
+OPEN_ATTEMPTS = 6
 #: Name of the ANN index on `vector` the consolidator builds once the table is large.
 VECTOR_INDEX_NAME = "vector_idx"
 
 
 class MemoryStore:
-    """The `memories` table of one store directory."""
+    """The `memories` table of one store: a local directory, or a URI in object storage (`config.StoreURI`)."""
 
     def __init__(
         self,
-        path: Path,
+        path: StoreLocation,
         table: Any,
         dim: int,
         embed_model: str,
@@ -99,6 +101,8 @@ class MemoryStore:
         build_read_index: BuildReadIndex | None = None,
     ) -> None:
         self.path = path
+        #: Whether the store is in object storage: no local files beside the table (ledger, spill file, locks).
+        self.remote = is_remote(path)
         self._handle = table  # read through `_table`, which first brings it to the newest version
         self._version: int | None = None  # the version `_handle` is known to be at (None: ask it)
         self.dim = dim
@@ -111,7 +115,7 @@ class MemoryStore:
         self._index_off = read_index_rows <= 0 or build_read_index is None  # off by setting, or the table outgrew it
         self._index_settled = threading.Event()  # set whenever no build is running
         self._index_settled.set()
-        self._commits = CommitWatch(path / f"{TABLE_NAME}.lance" / "_versions", _uses_v2_names(table))
+        self._commits = CommitWatch.of(path, f"{TABLE_NAME}.lance", _uses_v2_names(table))
         self._session: Any = None  # the LanceDB session whose caches `_table` fills
         #: Commits of new rows through this store since its last `optimize()`: each left a small fragment.
         self.commits_since_optimize = 0
@@ -143,7 +147,7 @@ class MemoryStore:
     @classmethod
     def open(
         cls,
-        path: Path | str,
+        path: StoreLocation | str,
         dim: int,
         embed_model: str,
         read_index_rows: int = DEFAULT_READ_INDEX_ROWS,
@@ -160,6 +164,8 @@ class MemoryStore:
         os.environ.setdefault("LANCE_LOG", "error")
         # LanceDB warns on stderr about a future change of its index statistics: quiet by default
         os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
+        if is_remote(path):
+            return cls._open_remote(path, dim, embed_model, read_index_rows, build_read_index)  # type: ignore[arg-type]
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise StoreError(f"store path {path} is a file, not a directory: pass --store with a directory")
@@ -206,9 +212,63 @@ class MemoryStore:
         store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
         store._session = session
         store.ensure_indexes()
-        if not store._index_off and table.count_rows() <= OPEN_BUILD_ROWS:
-            store.wait_for_read_index()  # a small table's copy is made in ~0.1 s: every search then reads alike
+        store._first_read_index()
         return store
+
+    def _first_read_index(self) -> None:
+        if not self._index_off and self._handle.count_rows() <= OPEN_BUILD_ROWS:
+            self.wait_for_read_index()  # a small table's copy is made in ~0.1 s: every search then reads alike
+
+    @classmethod
+    def _open_remote(
+        cls, path: Any, dim: int, embed_model: str, read_index_rows: int, build_read_index: BuildReadIndex | None
+    ) -> MemoryStore:
+        """Open (or create) a store in object storage. Creating the table, its index or migrating it happens under
+        the store's write lease (storage/remote.py), so servers starting at once on a fresh store take turns; a
+        commit that still conflicts (a writer without the lease) is retried. There is no ledger (it is a local
+        file; Lance's conditional commits are what keeps acknowledged writes) and no foreign-entry check."""
+        from chronomem.storage.remote import explain
+
+        last: BaseException | None = None
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                db, session = _connect(path)
+                table = db.open_table(TABLE_NAME) if TABLE_NAME in db.list_tables().tables else None
+                if table is None or schema_version(table.schema) < SCHEMA_VERSION or not _has_fts(table):
+                    with store_lock(path, WRITE_LOCK_NAME):
+                        table = cls._open_table(path, db, dim, embed_model)
+                        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
+                        store.ensure_indexes()
+                else:
+                    cls._check_schema(path, table.schema, dim)
+                    store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
+                store._session = session
+                store._first_read_index()
+                return store
+            except StoreError:
+                raise
+            except Exception as exc:
+                last = exc
+                if not _conflict(exc):
+                    raise explain(path, exc) from exc
+                log.debug("opening %s conflicted with another writer (try %d)", path, attempt + 1, exc_info=True)
+                time.sleep(0.1 * (attempt + 1))
+        assert last is not None
+        raise explain(path, last) from last
+
+    @classmethod
+    def _open_table(cls, path: Any, db: Any, dim: int, embed_model: str) -> Any:
+        """The `memories` table, created if missing and migrated if older (callers hold the write lock)."""
+        if TABLE_NAME not in db.list_tables().tables:
+            return db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
+        table = db.open_table(TABLE_NAME)
+        cls._check_schema(path, table.schema, dim)
+        if schema_version(table.schema) < SCHEMA_VERSION:
+            from chronomem.storage.migrate import migrate
+
+            migrate(path, db, table)
+            table = db.open_table(TABLE_NAME)
+        return table
 
     # ------------------------------------------------------------------ read index
     def _start_read_index(self) -> None:
@@ -230,7 +290,7 @@ class MemoryStore:
                 return
             started = time.perf_counter()
             assert self._build_index is not None  # the index is off without a builder
-            index = self._build_index(self._table, self.dim, SCAN_LIMIT, self.path)
+            index = self._build_index(self._table, self.dim, SCAN_LIMIT, None if self.remote else self.path)
             index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
             log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)
@@ -362,7 +422,7 @@ class MemoryStore:
             log.debug("reopening the table failed; keeping the open one", exc_info=True)
 
     @staticmethod
-    def _check_schema(path: Path, schema: Any, dim: int) -> None:
+    def _check_schema(path: StoreLocation, schema: Any, dim: int) -> None:
         meta = schema.metadata or {}
         version = meta.get(SCHEMA_VERSION_KEY)
         if version is None:
@@ -568,6 +628,8 @@ class MemoryStore:
                 f"a write committed as version {version} of the store at {self.path} does not read back "
                 f"({error_line(exc)}): it is not acknowledged; {recovery_hint(self.path)}"
             ) from exc
+        if self.remote:
+            return  # no local ledger for a shared store: Lance's conditional commit is the acknowledgement
         try:
             ledger.acknowledge(self.path, version, total, ids)
         except OSError as exc:
@@ -731,9 +793,9 @@ def _attach(found: Any, latest: dict[str, Any]) -> None:
             _attach(item, latest)
 
 
-def _connect(path: Path, index_cache_bytes: int | None = None) -> tuple[Any, Any]:
-    """A LanceDB connection to the store directory and its session (whose caches it fills);
-    `index_cache_bytes` None is LanceDB's default index cache."""
+def _connect(path: StoreLocation, index_cache_bytes: int | None = None) -> tuple[Any, Any]:
+    """A LanceDB connection to the store (a directory, or a URI with its storage options) and its session (whose
+    caches it fills); `index_cache_bytes` None is LanceDB's default index cache."""
     import lancedb
 
     if index_cache_bytes is None:
@@ -742,7 +804,20 @@ def _connect(path: Path, index_cache_bytes: int | None = None) -> tuple[Any, Any
         session = lancedb.Session(index_cache_size_bytes=index_cache_bytes)
     # Other processes (another client's server, the CLI) write the same store: `MemoryStore._table` checks
     # for a newer table version before every use (a `stat` or two) and reloads, so LanceDB's own check is off.
-    return lancedb.connect(str(path), read_consistency_interval=None, session=session), session
+    options = path.storage_options() if is_remote(path) else None  # type: ignore[union-attr]
+    return lancedb.connect(
+        str(path), read_consistency_interval=None, session=session, storage_options=options or None
+    ), session
+
+
+def _has_fts(table: Any) -> bool:
+    return "content_idx" in {idx.name for idx in table.list_indices()}
+
+
+def _conflict(exc: BaseException) -> bool:
+    """Whether `exc` is a commit that lost a race with another writer's (worth retrying)."""
+    text = str(exc).lower()
+    return any(word in text for word in ("conflict", "concurrent", "already exists", "retryable", "precondition"))
 
 
 def _uses_v2_names(table: Any) -> bool:

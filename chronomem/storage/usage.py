@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from chronomem.config import StoreLocation, is_remote
 from chronomem.records import UTC, Usage, anchor_map
 from chronomem.storage.commitwatch import CommitWatch
 from chronomem.storage.schema import USAGE_TABLE, usage_schema
@@ -30,7 +31,7 @@ from chronomem.storage.schema import USAGE_TABLE, usage_schema
 class UsageLog:
     """The `usage` table of one store directory."""
 
-    def __init__(self, path: Path, connect: Any) -> None:
+    def __init__(self, path: StoreLocation, connect: Any) -> None:
         self.path = path
         self._connect = connect  # () -> LanceDB connection of the store directory
         self._db: Any = None
@@ -38,11 +39,15 @@ class UsageLog:
         self._version: int | None = None
         self._latest: dict[str, Usage] = {}
         self._lock = threading.Lock()
-        self._watch = CommitWatch(path / f"{USAGE_TABLE}.lance" / "_versions")
+        self._watch = CommitWatch.of(path, f"{USAGE_TABLE}.lance")
 
     # ------------------------------------------------------------------ reading
     def _exists(self) -> bool:
-        return (self.path / f"{USAGE_TABLE}.lance").is_dir()
+        if is_remote(self.path):  # one listing, only until the table is there (then `_table` is kept)
+            from chronomem.storage.remote import objects_of
+
+            return bool(objects_of(self.path).names(f"{USAGE_TABLE}.lance/_versions"))  # type: ignore[arg-type]
+        return (Path(self.path) / f"{USAGE_TABLE}.lance").is_dir()
 
     def _handle(self, create: bool = False) -> Any:
         if self._table is None:

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -70,16 +70,20 @@ def free_port() -> int:
 
 @contextmanager
 def running_server(
-    store: Path, transport: str, log_dir: Path, startup_timeout: float = 60.0, project: str | None = PROJECT
+    store: Path, transport: str, log_dir: Path, startup_timeout: float = 60.0, project: str | None = PROJECT,
+    extra: Sequence[str] = (),
 ) -> Iterator[str]:
-    """Start `chronomem serve --transport <sse|http>` on a free port; yield its base URL; always stop it."""
+    """Start `chronomem serve --transport <sse|http>` on a free port (`extra`: more arguments, a later `--host` wins);
+    yield its base URL; always stop it."""
     port = free_port()
     log_path = log_dir / f"server-{transport}.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [
                 sys.executable,
-                *serve_args(store, "--transport", transport, "--host", "127.0.0.1", "--port", str(port), project=project),
+                *serve_args(
+                    store, "--transport", transport, "--host", "127.0.0.1", "--port", str(port), *extra, project=project
+                ),
             ],
             env=full_env(),
             cwd=log_dir,

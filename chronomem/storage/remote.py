@@ -1,0 +1,373 @@
+"""A store in object storage (s3://, s3+ddb://, gs://, az://): its objects, its errors said plainly, and the
+lease that coordinates writers on several machines.
+
+LanceDB reads and writes the tables itself (`lancedb.connect(uri, storage_options=…)`); this module reaches
+the same bucket through `obstore` (Python bindings of the Rust `object_store` crate that Lance uses, so the
+same environment — AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, keys, region — and the same storage options apply) for
+what chronomem keeps beside the tables: the consolidator's state object and the leases.
+
+`Lease` is a lock that holds across machines, built on one primitive the store guarantees: create an object
+only if it does not exist (`If-None-Match: *` on S3, the same put-if-absent Lance commits with). Holders take
+numbered generations `<gen>.lease` under `_chronomem/leases/<name>/`:
+- to acquire, list the generations; if the newest is released (`<gen>.done` exists) or its holder let it
+  expire (its `expires` has passed), create `<gen+1>.lease` — only one creator wins; then list again: a newer
+  generation than ours means we raced with an old listing, and we back off;
+- a holder renews by creating the next generation itself before its lease expires (a background thread);
+  a crashed holder's lease expires after `LEASE_SECONDS`, and the next acquirer takes over;
+- to release, create `<gen>.done`; the next holder deletes generations older than its own;
+- a waiter queues (`want-<start time>-<owner>`, refreshed while it waits) and a free lease goes to the oldest
+  fresh waiter, so no writer starves behind others that happen to poll at the right moments.
+Expiry compares wall clocks of different machines: they are assumed to agree within seconds (NTP).
+A store that ignores conditional creates breaks this (and Lance's own commits): `doctor` probes for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+from filelock import Timeout
+
+from chronomem.config import StoreURI
+from chronomem.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+#: How long a lease holds without renewal: a crashed holder blocks others at most this long. A write under the
+#: lease takes ~0.1-1 s on S3 (DESIGN.md: an append is 4 requests, optimize ~300); renewal every third of it.
+LEASE_SECONDS = 15.0
+#: A waiter's place in the queue lasts this long without being refreshed (a waiter killed while waiting holds
+#: the others back at most this long); waiters refresh it every third of it.
+WANT_SECONDS = 5.0
+#: Longest pause between two looks at a held lease (each look is one LIST request).
+MAX_POLL_SECONDS = 0.2
+#: Where chronomem's own objects live beside the tables.
+META_PREFIX = "_chronomem"
+
+
+def objects_of(location: StoreURI) -> Objects:
+    """The object access of the store at `location` (its bucket, and its prefix as the root)."""
+    return Objects(location)
+
+
+class Objects:
+    """The objects of one store (paths relative to the store's prefix), through obstore."""
+
+    def __init__(self, location: StoreURI) -> None:
+        self.location = location
+        uri = location.uri.split("?", 1)[0]
+        scheme, rest = uri.split("://", 1)
+        if scheme.lower() == "s3+ddb":
+            scheme = "s3"
+        bucket, _, prefix = rest.partition("/")
+        self.prefix = prefix.strip("/")
+        self._root = f"{scheme}://{bucket}"
+        self._store: Any = None
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            from obstore.store import from_url
+
+            options = {  # the DynamoDB commit table's options are Lance's, not the object store's
+                k: v for k, v in self.location.storage_options().items() if not k.startswith(("ddb", "dynamodb"))
+            }
+            try:
+                self._store = from_url(self._root, config=options or None)
+            except Exception as exc:
+                raise explain(self.location, exc) from exc
+        return self._store
+
+    def key(self, name: str) -> str:
+        """The object key of `name` under the store's prefix ("" is the prefix itself: a location naming an object)."""
+        if not name:
+            return self.prefix
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    def get(self, name: str) -> bytes | None:
+        import obstore
+
+        try:
+            return bytes(obstore.get(self.store, self.key(name)).bytes())
+        except FileNotFoundError:
+            return None
+
+    def exists(self, name: str) -> bool:
+        import obstore
+
+        try:
+            obstore.head(self.store, self.key(name))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def put(self, name: str, data: bytes) -> None:
+        import obstore
+
+        obstore.put(self.store, self.key(name), data)
+
+    def create(self, name: str, data: bytes) -> bool:
+        """Create the object only if it does not exist: True when this call created it."""
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        try:
+            obstore.put(self.store, self.key(name), data, mode="create")
+        except (AlreadyExistsError, PreconditionError):
+            return False
+        return True
+
+    def delete(self, name: str) -> None:
+        import obstore
+
+        try:
+            obstore.delete(self.store, self.key(name))
+        except FileNotFoundError:
+            pass
+
+    def names(self, under: str) -> list[str]:
+        """Names (relative to `under`) of the objects below the folder `under`."""
+        return list(self.entries(under))
+
+    def entries(self, under: str) -> dict[str, float]:
+        """Name (relative to `under`) → last-modified time (epoch seconds) of the objects below the folder `under`."""
+        import obstore
+
+        base = self.key(under).rstrip("/") + "/"
+        found: dict[str, float] = {}
+        for batch in obstore.list(self.store, base):
+            for item in batch:
+                found[item["path"][len(base) :]] = item["last_modified"].timestamp()
+        return found
+
+
+# ---------------------------------------------------------------------------------------------- errors
+def explain(location: StoreURI, exc: BaseException) -> StoreError:
+    """The one-line error for a failure reaching the store at `location`: no bucket, no credentials, access
+    denied, an unreachable endpoint — never "damaged" (the files were not even read)."""
+    text = f"{type(exc).__name__}: {exc}"
+    low = text.lower()
+    where = location.uri
+    endpoint = os.environ.get("AWS_ENDPOINT_URL") or location.storage_options().get("aws_endpoint") or ""
+    if "nosuchbucket" in low or "bucket does not exist" in low or "specified bucket" in low:
+        return StoreError(f"the bucket of {where} does not exist: create it (or fix the name in --store)")
+    if any(k in low for k in ("invalidaccesskeyid", "signaturedoesnotmatch", "missing credentials", "no credentials",
+                              "credential", "expiredtoken")):
+        return StoreError(
+            f"no valid credentials for {where}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the "
+            "provider's own variables, or CHRONOMEM_STORAGE_OPTIONS)"
+        )
+    if "accessdenied" in low or "403" in low or "forbidden" in low:
+        return StoreError(f"access to {where} is denied: the credentials lack read/write permission on it")
+    if any(k in low for k in ("connection refused", "connect error", "dns error", "error sending request",
+                              "tcp connect", "timed out", "timeout", "failed to lookup")):
+        at = f" at {endpoint}" if endpoint else ""
+        return StoreError(f"the object store of {where} is unreachable{at}: check AWS_ENDPOINT_URL and the network")
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return StoreError(f"the object store of {where} failed: {first[:300]}")
+
+
+# ---------------------------------------------------------------------------------------------- the lease
+class LeaseTimeout(Timeout):
+    """The lease was held by another holder for longer than the caller waits."""
+
+
+class Lease:
+    """A named lease on one store, held by at most one process on any machine (the protocol: module docstring)."""
+
+    def __init__(self, objects: Objects, name: str, seconds: float = LEASE_SECONDS) -> None:
+        self.objects = objects
+        self.folder = f"{META_PREFIX}/leases/{name}"
+        self.seconds = seconds
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.generation: int | None = None
+        self._depth = 0
+        self._listed: list[str] = []
+        self._entries: dict[str, float] = {}
+        self._want: str | None = None
+        self._want_put = 0.0
+        self._renewer: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+
+    @property
+    def is_locked(self) -> bool:
+        return self.generation is not None
+
+    def _state(self) -> tuple[int, bool]:
+        """(newest generation, whether it is released) — (0, True) when there is none."""
+        newest, done = 0, set()
+        self._entries = self.objects.entries(self.folder)
+        self._listed = list(self._entries)
+        for name in self._listed:
+            stem, _, ext = name.partition(".")
+            if not stem.isdigit():
+                continue
+            if ext == "lease":
+                newest = max(newest, int(stem))
+            elif ext == "done":
+                done.add(int(stem))
+        return newest, newest == 0 or newest in done
+
+    def _expired(self, generation: int) -> bool:
+        raw = self.objects.get(f"{self.folder}/{generation:012d}.lease")
+        if raw is None:
+            return True  # deleted by a newer holder: the listing was old
+        try:
+            return float(json.loads(raw)["expires"]) < time.time()
+        except (ValueError, KeyError, TypeError):
+            return True
+
+    def _body(self) -> bytes:
+        return json.dumps({"owner": self.owner, "expires": time.time() + self.seconds}).encode()
+
+    def _take(self, generation: int) -> bool:
+        """Create generation `generation`; True when ours and still the newest."""
+        if not self.objects.create(f"{self.folder}/{generation:012d}.lease", self._body()):
+            return False
+        newest, _ = self._state()
+        if newest > generation:  # we raced with a listing older than a newer holder's clean-up
+            self.objects.create(f"{self.folder}/{generation:012d}.done", b"")
+            return False
+        return True
+
+    def acquire(self, timeout: float = -1) -> Lease:
+        """Take the lease, waiting up to `timeout` seconds (negative: forever); LeaseTimeout past it. Reentrant
+        like a `FileLock`: a holder taking it again counts, and releases it at its last `release`."""
+        if self.generation is not None:
+            self._depth += 1
+            return self
+        deadline = None if timeout < 0 else time.monotonic() + timeout
+        pause = 0.02
+        try:
+            while True:
+                try:
+                    newest, released = self._state()
+                    if (released or self._expired(newest)) and not self._others_first():
+                        if self._take(newest + 1):
+                            self.generation = newest + 1
+                            self._depth = 1
+                            self._clean(newest + 1)
+                            self._start_renewing()
+                            return self
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise LeaseTimeout(f"{self.objects.location}/{self.folder}")
+                    self._queue()
+                except (StoreError, LeaseTimeout):
+                    raise
+                except Exception as exc:
+                    raise explain(self.objects.location, exc) from exc
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 1.5, MAX_POLL_SECONDS)
+        finally:
+            self._leave_queue()
+
+    # -- waiting in turn: without it a waiter that polls at the wrong moments starves (4 writers: one waited 30 s)
+    def _queue(self) -> None:
+        """Say that this holder waits (`want-<start ns>-<owner>`, kept fresh while it waits): the oldest waiter
+        takes the lease next."""
+        now = time.monotonic()
+        if self._want is None:
+            self._want = f"want-{time.time_ns():020d}-{self.owner.replace(':', '_')}"
+        elif now - self._want_put < WANT_SECONDS / 3:
+            return
+        self.objects.put(f"{self.folder}/{self._want}", b"")
+        self._want_put = now
+
+    def _others_first(self) -> bool:
+        """Whether a fresh waiter queued before this one (every fresh waiter, when this one is not queued)."""
+        now = time.time()
+        waiting = sorted(
+            name for name, modified in self._entries.items()
+            if name.startswith("want-") and name != self._want and now - modified < WANT_SECONDS
+        )
+        return bool(waiting) and (self._want is None or waiting[0] < self._want)
+
+    def _leave_queue(self) -> None:
+        if self._want is not None:
+            try:
+                self.objects.delete(f"{self.folder}/{self._want}")
+            except Exception:  # it goes stale after WANT_SECONDS
+                log.debug("could not leave the lease queue", exc_info=True)
+            self._want = None
+
+    def release(self) -> None:
+        if self._depth > 1:
+            self._depth -= 1
+            return
+        self._depth = 0
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+            self._renewer = None
+        with self._lock:
+            generation, self.generation = self.generation, None
+        if generation is not None:
+            try:
+                self.objects.create(f"{self.folder}/{generation:012d}.done", b"")
+            except Exception:  # it then expires after LEASE_SECONDS
+                log.warning("could not release the lease %s; it expires in %.0f s", self.folder, self.seconds)
+
+    def __enter__(self) -> Lease:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def _clean(self, generation: int) -> None:
+        """Delete generations older than the one before ours (best effort: they only cost a listing), from the
+        listing `_take` just made."""
+        try:
+            for name in self._listed:
+                stem = name.partition(".")[0]
+                if stem.isdigit() and int(stem) < generation - 1:
+                    self.objects.delete(f"{self.folder}/{name}")
+        except Exception:
+            log.debug("lease clean-up failed", exc_info=True)
+
+    def _start_renewing(self) -> None:
+        self._stop = threading.Event()
+        self._renewer = threading.Thread(target=self._renew, name="chronomem-lease", daemon=True)
+        self._renewer.start()
+
+    def _renew(self) -> None:
+        """While held: every third of the lease, move to the next generation (only the holder can, before expiry)."""
+        while not self._stop.wait(self.seconds / 3):
+            with self._lock:
+                held = self.generation
+                if held is None:
+                    return
+                try:
+                    if self._take(held + 1):
+                        self.generation = held + 1
+                        self.objects.create(f"{self.folder}/{held:012d}.done", b"")
+                        continue
+                except Exception:
+                    log.debug("lease renewal failed", exc_info=True)
+                    continue
+                log.warning("the lease %s was taken over by another process (this one stalled past its expiry)",
+                            self.folder)
+                self.generation = None
+                return
+
+
+def conditional_create_holds(objects: Objects) -> bool:
+    """Whether the store refuses a second create of one object (`If-None-Match: *`): a fresh probe object is
+    created twice; the second must fail. Several writers are only safe on a store where it does."""
+    name = f"{META_PREFIX}/probe/{uuid.uuid4().hex}"
+    try:
+        first = objects.create(name, b"1")
+        second = objects.create(name, b"2")
+    finally:
+        try:
+            objects.delete(name)
+        except Exception:
+            log.debug("probe clean-up failed", exc_info=True)
+    return first and not second

@@ -1,0 +1,110 @@
+"""Several processes writing one store in object storage (the local S3 server), each its own `MemoryService` with
+its own LanceDB connection — as servers on different machines would be; they share nothing but the bucket.
+
+N is 40 remembers per writer here (the issue asked 200; 40 keeps the run within minutes on two shared cores;
+every commit contends just the same, but a longer run is what shows starvation: see PER_WRITER)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from chronomem.config import Settings, StoreURI
+from chronomem.service import MemoryService
+from chronomem.storage.filters import Filter
+from chronomem.tools import history, recall, remember
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+#: CHRONOMEM_S3_WRITES raises it. 200 (the issue's number) was run by hand: before the lease queue one writer
+#: gave up after waiting 30 s (loudly, nothing lost); with the queue the run outlasted the time at hand (>14 min
+#: on 2 shared cores) and was stopped, so 200 is not confirmed. Pass --timeout too: the default is 300 s.
+PER_WRITER = int(os.environ.get("CHRONOMEM_S3_WRITES", "40"))
+
+
+def spawn(uri: str, tag: str, count: int, mode: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    full = {**os.environ, **env, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.s3.worker", uri, tag, str(count), mode],
+        cwd=REPO, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def finish(procs: list[subprocess.Popen[str]], timeout: float = 900) -> list[list[str]]:
+    acked = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, err[-2000:]
+        acked.append([json.loads(line)["id"] for line in out.splitlines() if line.startswith("{")])
+    return acked
+
+
+def open_svc(uri: str, embedder) -> MemoryService:
+    return MemoryService(Settings(store_path=StoreURI(uri), project="proj"), embedder=embedder)
+
+
+def test_four_writers_lose_and_double_nothing(s3_uri: str, s3_env: dict[str, str], embedder) -> None:
+    open_svc(s3_uri, embedder).store  # created once: this test is about commits, the next about creation
+    procs = [spawn(s3_uri, f"w{n}", PER_WRITER, "chunks", s3_env) for n in range(4)]
+    acked = finish(procs)
+    ids = [i for ids in acked for i in ids]
+    assert len(ids) == 4 * PER_WRITER
+    store = open_svc(s3_uri, embedder).store
+    rows = store.find(Filter().kinds(["chunk"]))
+    stored = [r.id for r in rows]
+    assert sorted(set(ids) - set(stored)) == [], "acknowledged memories are missing"
+    assert len(stored) == len(set(stored)) == 4 * PER_WRITER, "a memory is stored twice"
+    assert len({r.content for r in rows}) == 4 * PER_WRITER
+
+
+def test_two_writers_on_one_slot_leave_one_current_fact(s3_uri: str, s3_env: dict[str, str], embedder) -> None:
+    open_svc(s3_uri, embedder).store
+    per = 12
+    finish([spawn(s3_uri, tag, per, "slot", s3_env) for tag in ("a", "b")])
+    svc = open_svc(s3_uri, embedder)
+    chain = history(svc, subject="proj", predicate="deploy target")
+    statuses = [e.status for e in chain.entries]
+    assert statuses.count("current") == 1, statuses
+    assert len(chain.entries) == 2 * per and statuses[-1] == "current"
+    assert all(s == "ended" for s in statuses[:-1]), statuses
+    objects = [e.object for e in chain.entries]
+    assert len(set(objects)) == 2 * per, "every statement is in the chain once"
+    found = recall(svc, "what is the deploy target?")
+    facts = [r for r in found.results if r.kind == "fact"]
+    assert [f.object for f in facts][:1] == [objects[-1]]
+
+
+def test_eight_servers_open_a_fresh_store_at_once(s3_uri: str, s3_env: dict[str, str], embedder) -> None:
+    procs = [spawn(s3_uri, f"o{n}", 1, "chunks", s3_env) for n in range(8)]
+    acked = finish(procs)
+    assert all(len(ids) == 1 for ids in acked)
+    store = open_svc(s3_uri, embedder).store
+    assert store.count() == 8
+    assert sorted(store.ids_exist([i for ids in acked for i in ids])) == sorted(i for ids in acked for i in ids)
+
+
+def test_kill_9_mid_commit_loses_nothing_acknowledged(s3_uri: str, s3_env: dict[str, str], embedder) -> None:
+    open_svc(s3_uri, embedder).store
+    proc = spawn(s3_uri, "k", 500, "chunks", s3_env)
+    assert proc.stdout is not None
+    acked: list[str] = []
+    while len(acked) < 8:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else "the writer died"
+        acked.append(json.loads(line)["id"])
+    time.sleep(0.05)  # into its next commit
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    acked += [json.loads(line)["id"] for line in proc.stdout.read().splitlines() if line.startswith("{")]
+    svc = open_svc(s3_uri, embedder)
+    assert set(acked) <= svc.store.ids_exist(acked), "an acknowledged memory is missing after kill -9"
+    after = remember(svc, "Written after the writer was killed.")  # the dead holder's lease expires; the store opens
+    assert svc.store.get(after.id) is not None
