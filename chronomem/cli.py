@@ -259,10 +259,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return admin.run(args, settings)
     network = args.command == "ui" or (args.command == "serve" and args.transport != "stdio")
     token = (args.token or os.environ.get("CHRONOMEM_TOKEN") or None) if args.command in ("serve", "ui") else None
+    # a team's token file (server/team.py) is for `serve`; the page (`ui`) has one token
+    tokens_file = (args.tokens or os.environ.get("CHRONOMEM_TOKENS_FILE") or None) if args.command == "serve" else None
     if network:
         from chronomem.server.security import check_exposure
 
-        tokens_file = args.tokens or os.environ.get("CHRONOMEM_TOKENS_FILE") or None
         if not tokens_file:
             check_exposure(args.host, token)  # refuse at once, before anything loads
 
@@ -281,7 +282,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             allowed_origins=_csv(os.environ.get("CHRONOMEM_ALLOWED_ORIGINS")),
             ui=page,
             open_browser=args.command == "ui" and not args.no_browser,
-            tokens_file=args.tokens or os.environ.get("CHRONOMEM_TOKENS_FILE") or None,
+            tokens_file=tokens_file,
         )
         return 0
 
