@@ -62,17 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
         "needed to bind to a non-loopback --host",
     )
     p.add_argument("--ui", action="store_true", help="with --transport http: also serve the local page at / (see `ui`)")
+    p.add_argument(
+        "--tokens", metavar="FILE",
+        help="a team's token file: one named token per client, read-only and project limits (default "
+        "$CHRONOMEM_TOKENS_FILE; README, team memory)",
+    )
 
     p = sub.add_parser("ui", parents=[common], help="open the local page: projects, search, fact timelines, brief, corrections")
     p.add_argument("--port", type=int, default=8766, help="port (default 8766); the same server also answers MCP at /mcp")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; any other needs a token)")
     p.add_argument("--token", help="the page's token (default $CHRONOMEM_TOKEN, else a random one for this run)")
     p.add_argument("--no-browser", action="store_true", help="print the one-time link, do not open a browser")
-    p.add_argument(
-        "--tokens", metavar="FILE",
-        help="a team's token file: one named token per client, read-only and project limits (default "
-        "$CHRONOMEM_TOKENS_FILE; README, team memory)",
-    )
 
     p = sub.add_parser("remember", parents=[common], help="store a statement (and optional facts)")
     p.add_argument("content", help="the text to remember; '-' reads standard input")
