@@ -63,7 +63,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> dict[str,
     svc = MemoryService(Settings(store_path=store, model_path=model_dir(), project=PROJECT), embedder=embedder)
     old = tools.remember(svc, "We run the tests with pytest", valid_from="2024-01-10",
                          facts=[{"subject": PROJECT, "predicate": "test_command", "object": "pytest"}])
-    new = tools.remember(svc, "Tests now run with nox -s tests", valid_from="2024-03-01",
+    new = tools.remember(svc, "Tests now run with nox -s tests", valid_from="2024-03-01", tags=["client:alice"],
                          facts=[{"subject": PROJECT, "predicate": "test_command", "object": "nox -s tests"}])
     host = tools.remember(svc, "The staging host is staging.shop.internal", valid_from="2024-02-01",
                           facts=[{"subject": PROJECT, "predicate": "staging_host", "object": "staging.shop.internal"}])
@@ -166,6 +166,8 @@ def test_a_person_finds_understands_and_corrects_a_stale_fact(
     found = search(page, "how do we run the tests")
     assert found[0]["id"] == seeded["new"] and "nox -s tests" in found[0]["text"]
     assert seeded["old"] not in {r["id"] for r in found}  # recall, as the agent gets it: only what holds now
+    first = page.locator(f"#results .result[data-id='{seeded['new']}']")
+    expect(first).to_contain_text("by alice")  # the team client that wrote it (its `client:` tag)
     drawn = bars(page, "#search-timeline")
     assert [(b["value"], b["status"]) for b in drawn] == [("pytest", "ended"), ("nox -s tests", "current")]
     assert "replaced by “nox -s tests”" in page.inner_text("#search-timeline")

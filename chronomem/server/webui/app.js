@@ -121,6 +121,8 @@ async function search() {
 
 function resultItem(r) {
   const prov = [`${r.source}`, `valid ${day(r.valid_at)} → ${r.invalid_at ? day(r.invalid_at) : "now"}`, `recorded ${when(r.created_at)}`];
+  const client = (r.tags || []).find((t) => t.startsWith("client:"));  // a team server's client (server/team.py)
+  if (client) prov.splice(1, 0, `by ${client.slice("client:".length)}`);
   if (r.commit) prov.push(`commit ${r.commit.slice(0, 7)}`);
   const anchors = Object.keys(r.anchors || {});
   if (anchors.length) prov.push(`anchored to ${anchors.join(", ")}`);
