@@ -48,6 +48,7 @@ class Hit:
     dense: float | None = None
     lexical: float | None = None
     note: str | None = None  # for a fact derived from a note: the note's own text (`with_notes`)
+    note_record: MemoryRecord | None = None  # ... and the note itself (its encoding-gate signals are the fact's)
 
 
 @dataclass
@@ -95,13 +96,12 @@ def with_notes(searcher: Searcher, hits: list[Hit]) -> list[Hit]:
     wanted = {h.record.source_ids[0] for h in hits if h.record.kind == "fact" and h.note is None and h.record.source_ids}
     if not wanted:
         return hits
-    notes = {id_: r.content for id_, r in searcher.records(sorted(wanted)).items()}
-    return [
-        replace(h, note=notes.get(h.record.source_ids[0]))
-        if h.record.kind == "fact" and h.note is None and h.record.source_ids
-        else h
-        for h in hits
-    ]
+    notes = searcher.records(sorted(wanted))
+    out = []
+    for h in hits:
+        note = notes.get(h.record.source_ids[0]) if h.record.kind == "fact" and h.note is None and h.record.source_ids else None
+        out.append(replace(h, note=note.content, note_record=note) if note is not None else h)
+    return out
 
 
 def ranked_hits(

@@ -212,7 +212,7 @@ def search_text(text: str, projects: list[str] | None, names: dict[str, str]) ->
 def _item_maker(anchors: Anchors | None, scored: bool) -> Callable[[Hit], MemoryItem]:
     def item(h: Hit) -> MemoryItem:
         stale = anchors.stale(h.record) if anchors is not None else None
-        return MemoryItem.of(h.record, h.score if scored else None, h.channels, stale, h.note)
+        return MemoryItem.of(h.record, h.score if scored else None, h.channels, stale, h.note, h.note_record)
 
     return item
 

@@ -93,7 +93,10 @@ class MemoryItem(BaseModel):
         channels: list[str] | None = None,
         stale: Stale | None = None,
         note: str | None = None,
+        note_record: MemoryRecord | None = None,
     ) -> MemoryItem:
+        """`note_record`: the note a fact came from; a fact has no gate signals of its own, its statement's are shown."""
+        signals = note_record if record.novelty is None and note_record is not None else record
         return cls(
             id=record.id,
             kind=record.kind,
@@ -119,10 +122,10 @@ class MemoryItem(BaseModel):
             score=None if score is None else round(score, 6),
             channels=channels or [],
             note=note if note and note != record.content else None,
-            novelty=None if record.novelty is None else round(record.novelty, 4),
-            salience=None if record.event_salience is None else round(record.event_salience, 4),
-            prediction_error=None if record.prediction_error is None else round(record.prediction_error, 4),
-            gate=record.gate,
+            novelty=None if signals.novelty is None else round(signals.novelty, 4),
+            salience=None if signals.event_salience is None else round(signals.event_salience, 4),
+            prediction_error=None if signals.prediction_error is None else round(signals.prediction_error, 4),
+            gate=signals.gate,
         )
 
     def line(self) -> str:

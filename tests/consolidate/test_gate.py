@@ -77,6 +77,9 @@ def test_signals_on_a_small_stream_novelty_and_prediction_error_read_the_store(t
     item = next(i for i in recall(svc, "which port does ingest-api listen on", kinds=["chunk"]).results if i.id == moved.id)
     assert (item.novelty, item.prediction_error, item.gate) == (moved.gate.novelty, 1.0, "kept")
     assert item.salience == pytest.approx(moved.gate.salience, abs=1e-4)
+    derived = [i for i in recall(svc, "which port does ingest-api listen on", kinds=["fact"]).results if moved.id in i.source_ids]
+    assert derived, "the rule extractor read the port from the note"
+    assert (derived[0].novelty, derived[0].prediction_error) == (moved.gate.novelty, 1.0), "a fact shows its statement's signals"
     notes = brief(svc, budget_tokens=2000).notes
     assert chatter.id not in {n.id for n in notes} and again.id not in {n.id for n in notes}, "the brief leaves them out"
 
