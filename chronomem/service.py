@@ -63,7 +63,6 @@ class MemoryService:
         self._store_error: ChronomemError | None = None
         self._store_error_at = 0.0
         self._store_lock = threading.Lock()
-        self._warming = False  # warm_up ran (the CLI starts it before the MCP library loads; the server again)
         self._project_names: tuple[float, dict[str, str]] | None = None
         self._keys_by_suffix: dict[str, str] = {}  # `-<8 hex>` of a detected key → the key used for it
         self._keys_lock = threading.Lock()
@@ -72,11 +71,7 @@ class MemoryService:
         self.slot_matcher_cache: Any = None
 
     def warm_up(self) -> None:
-        """Start loading the model, opening the store and the read path's word lists in the background; once."""
-        with self._store_lock:
-            if self._warming:
-                return
-            self._warming = True
+        """Start loading the model, opening the store and the read path's word lists in the background."""
         start = getattr(self.embedder, "start", None)
         if callable(start):
             start()
