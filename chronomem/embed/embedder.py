@@ -1,4 +1,5 @@
-"""The `Embedder` interface and its fastembed implementation.
+"""The `Embedder` interface and its implementation: the default model from a local folder on onnxruntime
+(`embed/onnx.py`), any other through fastembed.
 
 The model loads on a background thread (`start()`), so a server can answer
 `initialize` and `tools/list` at once; `embed()` waits for it up to a bound and
@@ -60,7 +61,8 @@ class Embedder(Protocol):
 
 
 class FastEmbedder:
-    """fastembed's ONNX TextEmbedding, from a local folder or fastembed's own download.
+    """An ONNX sentence embedding model, from a local folder or fastembed's own download. The default model from
+    a folder runs on `embed/onnx.py` (fastembed's steps, without its imports); other models on fastembed.
 
     With nothing set it loads the all-MiniLM-L6-v2 shipped in the package (`embed/packaged.py`, made by
     scripts/build_model.py: weights stored as float16, computed in float32) as it is: offline, nothing
@@ -174,25 +176,40 @@ class FastEmbedder:
             if missing:
                 raise ModelUnavailable(f"model folder {folder} lacks {', '.join(missing)}; {_HINT}")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        from fastembed import TextEmbedding
-
-        kwargs: dict[str, Any] = {"model_name": self.model_name}
-        if self.threads:
-            kwargs["threads"] = self.threads
         if folder is not None:
             self._folder = self._model_folder(folder)
-            kwargs["specific_model_path"] = str(self._folder)
-            model = TextEmbedding(**kwargs)
+            model = self._session(self._folder, self.threads or None)
         else:
+            from fastembed import TextEmbedding
+
             self.precision = FLOAT32
-            model = _download(TextEmbedding, kwargs)
+            model = _download(TextEmbedding, self._fastembed_arguments(None, self.threads or None))
         probe = next(iter(model.embed(["probe"])))
         if len(probe) != self.dim:
             raise ModelUnavailable(f"model {self.model_name} makes {len(probe)}-d vectors, expected {self.dim}")
         return model
 
+    def _fastembed_arguments(self, folder: Path | None, threads: int | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model_name": self.model_name}
+        if threads:
+            kwargs["threads"] = threads
+        if folder is not None:
+            kwargs["specific_model_path"] = str(folder)
+        return kwargs
+
+    def _session(self, folder: Path, threads: int | None) -> Any:
+        """A session of the model in `folder`: the default model's own runner (`embed/onnx.py`, without
+        fastembed's imports), another model's through fastembed (which knows its pooling)."""
+        if self.model_name == DEFAULT_MODEL:
+            from chronomem.embed.onnx import SentenceEncoder
+
+            return SentenceEncoder(folder, threads)
+        from fastembed import TextEmbedding
+
+        return TextEmbedding(**self._fastembed_arguments(folder, threads))
+
     def _model_folder(self, folder: Path) -> Path:
-        """The folder fastembed loads: `folder` itself when it is int8 already or float32 is asked for (the shipped
+        """The folder the model loads from: `folder` itself when it is int8 already or float32 is asked for (the shipped
         model by default), else its int8 copy when that can be made."""
         if folder_precision(folder) == INT8:
             self.precision = INT8
@@ -257,12 +274,8 @@ class FastEmbedder:
         """The single-thread session bulk workers share (loaded once), or None when it cannot load."""
         with self._solo_lock:
             if self._solo is None and not self._solo_failed and self._folder is not None:
-                from fastembed import TextEmbedding
-
                 try:
-                    self._solo = TextEmbedding(
-                        model_name=self.model_name, specific_model_path=str(self._folder), threads=1
-                    )
+                    self._solo = self._session(self._folder, 1)
                 except Exception as exc:  # the main session works, so bulk paths still embed, one text at a time
                     log.warning("bulk embedding on one session: a second could not load (%s)", exc)
                     log.debug("single-thread session failed", exc_info=True)
