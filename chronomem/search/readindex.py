@@ -245,8 +245,8 @@ class ReadIndex:
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, table: Any, dim: int, scan_limit: int, spill_dir: Path | None = None) -> ReadIndex:
-        """Read every row of the LanceDB `table` (one scan) into a new index (float32 vectors spilled to an
-        unnamed file in `spill_dir`, see `DenseMatrix`)."""
+        """Read every row of the LanceDB `table` or pylance dataset (one scan) into a new index (float32 vectors
+        spilled to an unnamed file in `spill_dir`, see `DenseMatrix`)."""
         one_blas_thread()
         index = cls(dim, table.schema, spill_dir)
         version = table.version
@@ -259,7 +259,13 @@ class ReadIndex:
         """Append every row of `table`, a batch at a time."""
         import pyarrow as pa
 
-        for batch in table.search().limit(scan_limit).to_batches(BUILD_BATCH):
+        search = getattr(table, "search", None)  # a LanceDB table; else a pylance dataset (MemoryStore._open_quick)
+        batches = (
+            search().limit(scan_limit).to_batches(BUILD_BATCH)
+            if search is not None
+            else table.to_batches(limit=scan_limit, batch_size=BUILD_BATCH)
+        )
+        for batch in batches:
             if batch.num_rows:
                 self._append(pa.Table.from_batches([batch]))
         self._postings.settle()
@@ -347,7 +353,7 @@ class ReadIndex:
         if self._payload is None:
             if len(self._chunks) > MAX_CHUNKS:
                 self._chunks = [pa.concat_tables(self._chunks).combine_chunks()]
-            self._payload = pa.concat_tables(self._chunks)
+            self._payload = pa.concat_tables(self._chunks) if self._chunks else self._result_schema.empty_table()
         return self._payload
 
     def _row_values(self, rows: list[int]) -> list[dict[str, Any]]:
@@ -465,6 +471,13 @@ class ReadIndex:
     @property
     def rows(self) -> int:
         return self._n
+
+    def project_counts(self) -> dict[str, int]:
+        """Rows per project, as `MemoryStore.projects` counts them (every row, whatever its validity)."""
+        with self._lock:
+            codes = self._project[: self._n][self._alive[: self._n]]
+            counts = np.bincount(codes, minlength=len(self._codes["project"]))
+            return {name: int(counts[code]) for name, code in self._codes["project"].items() if counts[code]}
 
     # ------------------------------------------------------------------ searching
     def mask(self, flt: Filter) -> np.ndarray | None:

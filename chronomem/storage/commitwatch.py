@@ -55,6 +55,15 @@ class CommitWatch:
 
         return cls(f"{table_dir}/_versions", v2_names, exists)
 
+    @classmethod
+    def detect(cls, location: StoreLocation, table_dir: str, version: int) -> CommitWatch:
+        """The watch of `table_dir`, in the layout its manifest of `version` (a version it has) is named in —
+        for a reader without LanceDB's handle to ask (`MemoryStore._open_quick`)."""
+        watch = cls.of(location, table_dir)
+        if version > 0:  # version 0 (not created yet): LanceDB creates tables in the V2 layout
+            watch.v2_names = watch._exists(watch.manifest(version)) is not False
+        return watch
+
     def manifest(self, version: int) -> Any:
         """The manifest file of `version` (a path; in object storage, its name under the store's prefix)."""
         name = f"{_MAX_U64 - version:020d}" if self.v2_names else str(version)
@@ -66,6 +75,8 @@ class CommitWatch:
         """True unless the table is provably still at `version` (None: not known, so moved)."""
         if version is None:
             return True
+        if version == 0:  # a table not created yet (`MemoryStore._open_quick`): until its first manifest exists
+            return self._exists(self.manifest(1)) is not False
         return self._exists(self.manifest(version + 1)) is not False or self._exists(self.manifest(version)) is not True
 
 

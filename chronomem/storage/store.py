@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -64,8 +64,10 @@ class ReadIndex(Protocol):
 
     def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None: ...
 
+    def project_counts(self) -> dict[str, int]: ...
 
-#: Builds a read index from (LanceDB table, vector dimension, scan limit, directory for its spill file).
+
+#: Builds a read index from (LanceDB table or pylance dataset, vector dimension, scan limit, directory for its spill file).
 BuildReadIndex = Callable[[Any, int, int, Path | None], ReadIndex]
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,8 @@ LANCE_CACHE_BEHIND_INDEX = 16 * 2**20
 #: How often opening a store in object storage retries when another process's commit (creating the table or its
 #: index) conflicts with its own: 8 servers opening a fresh store at once took up to 4 tries under the lease.
 OPEN_ATTEMPTS = 6
+#: Name of the full-text index LanceDB gives the index on `content` (`ensure_indexes`).
+FTS_INDEX_NAME = "content_idx"
 #: Name of the ANN index on `vector` the consolidator builds once the table is large.
 VECTOR_INDEX_NAME = "vector_idx"
 
@@ -99,12 +103,16 @@ class MemoryStore:
         embed_model: str,
         read_index_rows: int = 0,
         build_read_index: BuildReadIndex | None = None,
+        dataset: Any = None,
     ) -> None:
         self.path = path
         #: Whether the store is in object storage: no local files beside the table (ledger, spill file, locks).
         self.remote = is_remote(path)
-        self._handle = table  # read through `_table`, which first brings it to the newest version
-        self._version: int | None = None  # the version `_handle` is known to be at (None: ask it)
+        self._opened = table  # the LanceDB table (`_handle`; None: opened at its first use, see `_open_quick`)
+        self._open_lock = threading.Lock()
+        #: The pylance dataset `_open_quick` read the store through, until the LanceDB table is opened.
+        self._dataset = dataset
+        self._version: int | None = None if dataset is None else int(dataset.version)  # `_handle`'s (None: ask it)
         self.dim = dim
         self.embed_model = embed_model
         self.read_index_rows = read_index_rows
@@ -115,7 +123,11 @@ class MemoryStore:
         self._index_off = read_index_rows <= 0 or build_read_index is None  # off by setting, or the table outgrew it
         self._index_settled = threading.Event()  # set whenever no build is running
         self._index_settled.set()
-        self._commits = CommitWatch.of(path, f"{TABLE_NAME}.lance", _uses_v2_names(table))
+        self._commits = (
+            CommitWatch.of(path, f"{TABLE_NAME}.lance", _uses_v2_names(table))
+            if table is not None
+            else CommitWatch.detect(path, f"{TABLE_NAME}.lance", int(dataset.version))
+        )
         self._session: Any = None  # the LanceDB session whose caches `_table` fills
         #: Commits of new rows through this store since its last `optimize()`: each left a small fragment.
         self.commits_since_optimize = 0
@@ -123,6 +135,33 @@ class MemoryStore:
         self.last_optimize_seconds: float | None = None
         #: The `usage` side table: recall hits and restatements, never written into the rows.
         self.usage = UsageLog(path, lambda: _connect(path)[0])
+
+    @property
+    def _handle(self) -> Any:
+        """The LanceDB table (at the version `_version` says, or newer): opened here, at its first use, after a
+        quick open (`_open_quick`)."""
+        handle = self._opened
+        if handle is None:
+            with self._open_lock:
+                if self._opened is None:
+                    db, self._session = _connect(self.path)
+                    if TABLE_NAME in db.list_tables().tables:
+                        table = db.open_table(TABLE_NAME)
+                        self._check_schema(self.path, table.schema, self.dim)
+                    else:  # a new store's table, made at its first write (see `_open_quick`)
+                        table = db.create_table(
+                            TABLE_NAME, schema=memories_schema(self.dim, self.embed_model), exist_ok=True
+                        )
+                    if FTS_INDEX_NAME not in {index.name for index in table.list_indices()}:
+                        _create_fts(table)
+                    self._commits.v2_names = _uses_v2_names(table)
+                    self._opened, self._dataset = table, None
+                handle = self._opened
+        return handle
+
+    @_handle.setter
+    def _handle(self, table: Any) -> None:
+        self._opened = table
 
     @property
     def table(self) -> Any:
@@ -179,6 +218,9 @@ class MemoryStore:
                 f"{path} is not a chronomem store (it holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}): "
                 "point --store / CHRONOMEM_HOME at an empty directory or an existing store"
             )
+        quick = cls._open_quick(path, dim, embed_model, read_index_rows, build_read_index)
+        if quick is not None:
+            return quick
         try:
             db, session = _connect(path)
             if TABLE_NAME in db.list_tables().tables:
@@ -216,8 +258,52 @@ class MemoryStore:
         return store
 
     def _first_read_index(self) -> None:
-        if not self._index_off and self._handle.count_rows() <= OPEN_BUILD_ROWS:
+        rows = (self._dataset if self._opened is None else self._handle).count_rows()
+        if not self._index_off and rows <= OPEN_BUILD_ROWS:
             self.wait_for_read_index()  # a small table's copy is made in ~0.1 s: every search then reads alike
+
+    @classmethod
+    def _open_quick(
+        cls, path: Path, dim: int, embed_model: str, read_index_rows: int, build_read_index: BuildReadIndex | None
+    ) -> MemoryStore | None:
+        """Open an existing local store that needs nothing but reading, through pylance alone: its schema, version
+        and row count, and the read index built from one scan, while the LanceDB table (whose import is ~1.5 s of
+        a starting server's CPU, `lance`'s ~0.3 s) opens at its first use — a write, or a search the read index
+        cannot answer. So a server's first recall does not wait for LanceDB. None when the store needs more
+        (creating, migrating, indexing, a table too large for a read index built at open, files pylance cannot
+        read): `open` then does it all through LanceDB, and reports what is wrong."""
+        versions = path / f"{TABLE_NAME}.lance" / "_versions"
+        if read_index_rows <= 0 or build_read_index is None:
+            return None
+        if not versions.parent.exists():  # a new store: its table is created by its first write
+            lost = ledger.regression(path, 0, 0)
+            if lost is not None:
+                raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
+            store = cls(path, None, dim, embed_model, read_index_rows, build_read_index, _Unwritten(dim, embed_model))
+            store._first_read_index()
+            return store
+        if not versions.is_dir():
+            return None
+        try:
+            import lance  # pylance: the format library LanceDB is built on
+
+            dataset = lance.dataset(str(versions.parent))
+            current = schema_version(dataset.schema) == SCHEMA_VERSION and FTS_INDEX_NAME in {
+                index.name for index in dataset.describe_indices()
+            }
+            rows = int(dataset.count_rows())
+        except Exception:
+            log.debug("quick open of %s failed; opening through LanceDB", path, exc_info=True)
+            return None
+        if not current or rows > min(read_index_rows, OPEN_BUILD_ROWS):
+            return None
+        cls._check_schema(path, dataset.schema, dim)
+        lost = ledger.regression(path, int(dataset.version), rows)
+        if lost is not None:
+            raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
+        store = cls(path, None, dim, embed_model, read_index_rows, build_read_index, dataset=dataset)
+        store._first_read_index()
+        return store
 
     @classmethod
     def _open_remote(
@@ -285,13 +371,16 @@ class MemoryStore:
 
     def _build_read_index(self) -> None:
         try:
-            if self._table.count_rows() > self.read_index_rows:
+            if (self._dataset if self._opened is None else self._table).count_rows() > self.read_index_rows:
                 self._index_off = True
                 return
             started = time.perf_counter()
             assert self._build_index is not None  # the index is off without a builder
-            index = self._build_index(self._table, self.dim, SCAN_LIMIT, None if self.remote else self.path)
-            index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
+            dataset = self._dataset if self._opened is None else None  # a quick open's (see `_open_quick`)
+            source = self._table if dataset is None else dataset
+            index = self._build_index(source, self.dim, SCAN_LIMIT, None if self.remote else self.path)
+            if dataset is None:
+                index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
             log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)
             # The build's scratch buffers (~2x the copy at its peak) are not kept resident. A large table's copy
@@ -340,9 +429,10 @@ class MemoryStore:
         if index is None:
             return None  # the LanceDB search that follows starts the build when it is done
         try:
-            table = self._table
-            if index.version != self._version:
-                index.catch_up(table, SCAN_LIMIT)
+            # A commit since `_version` (a `stat`), or one of ours the index missed, is read from the table; else the
+            # index answers without it (after a quick open, LanceDB is not opened for reading what the index holds).
+            if self._commits.moved(self._version) or index.version != self._version:
+                index.catch_up(self._table, SCAN_LIMIT)
         except Exception:
             log.debug("read index catch-up failed; searching LanceDB", exc_info=True)
             return None
@@ -446,15 +536,13 @@ class MemoryStore:
 
     def ensure_indexes(self) -> None:
         """Create the full-text index on `content` when missing (rows added later are searched flat)."""
-        from lancedb.index import FTS
-
         names = {idx.name for idx in self._table.list_indices()}
-        if "content_idx" not in names:
-            self._table.create_index("content", config=FTS(), replace=True)
+        if FTS_INDEX_NAME not in names:
+            _create_fts(self._table)
 
     def unindexed_rows(self) -> int:
         """Rows the full-text index does not cover yet (searched flat, so slower)."""
-        stats = self._table.index_stats("content_idx")
+        stats = self._table.index_stats(FTS_INDEX_NAME)
         return int(stats.num_unindexed_rows) if stats is not None else self.count()
 
     def optimize(self, retention: timedelta = VERSION_RETENTION) -> None:
@@ -683,7 +771,10 @@ class MemoryStore:
         return int(self._table.count_rows(sql) if sql else self._table.count_rows())
 
     def projects(self) -> dict[str, int]:
-        """Row counts per project."""
+        """Row counts per project (the read index's, when it is up to date)."""
+        index = self._index_for_reading()
+        if index is not None:
+            return index.project_counts()
         table = self._table.search().select(["project"]).limit(SCAN_LIMIT).to_arrow()
         counts: dict[str, int] = {}
         for name in table.column("project").to_pylist():
@@ -810,8 +901,29 @@ def _connect(path: StoreLocation, index_cache_bytes: int | None = None) -> tuple
     ), session
 
 
+def _create_fts(table: Any) -> None:
+    from lancedb.index import FTS
+
+    table.create_index("content", config=FTS(), replace=True)
+
+
+class _Unwritten:
+    """The table of a new store before its first write, as a read index's build reads it (`_open_quick`)."""
+
+    version = 0
+
+    def __init__(self, dim: int, embed_model: str) -> None:
+        self.schema = memories_schema(dim, embed_model)
+
+    def count_rows(self) -> int:
+        return 0
+
+    def to_batches(self, **_: Any) -> Iterator[Any]:
+        return iter(())
+
+
 def _has_fts(table: Any) -> bool:
-    return "content_idx" in {idx.name for idx in table.list_indices()}
+    return FTS_INDEX_NAME in {idx.name for idx in table.list_indices()}
 
 
 def _conflict(exc: BaseException) -> bool:

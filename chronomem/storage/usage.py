@@ -65,10 +65,12 @@ class UsageLog:
     def latest(self) -> dict[str, Usage]:
         """Memory id → its latest usage state (read again only when the table has moved)."""
         with self._lock:
+            if self._version is not None and not self._watch.moved(self._version):
+                return self._latest
             if self._table is None and not self._exists():
                 return self._latest
-            if self._table is not None and not self._watch.moved(self._version):
-                return self._latest
+            if self._table is None and not is_remote(self.path):
+                return self._read_quickly()
             table = self._handle()
             if table is None:
                 return self._latest
@@ -76,6 +78,18 @@ class UsageLog:
             self._latest = _latest_states(table.to_arrow().to_pylist())
             self._version = int(table.version)
             return self._latest
+
+    def _read_quickly(self) -> dict[str, Usage]:
+        """The latest states read through pylance, without opening LanceDB (a starting server's first recall,
+        see `MemoryStore._open_quick`); the LanceDB handle opens at the first append."""
+        import lance
+
+        dataset = lance.dataset(str(Path(self.path) / f"{USAGE_TABLE}.lance"))
+        version = int(dataset.version)
+        self._watch = CommitWatch.detect(self.path, f"{USAGE_TABLE}.lance", version)
+        self._latest = _latest_states(dataset.to_table().to_pylist())
+        self._version = version
+        return self._latest
 
     def get(self, ids: Iterable[str]) -> dict[str, Usage]:
         latest = self.latest()
