@@ -145,14 +145,14 @@ class MemoryStore:
             with self._open_lock:
                 if self._opened is None:
                     db, self._session = _connect(self.path)
-                    if TABLE_NAME in db.list_tables().tables:
+                    if TABLE_NAME in db.list_tables().tables:  # not `_open_table`: it migrates, under a lock
                         table = db.open_table(TABLE_NAME)
                         self._check_schema(self.path, table.schema, self.dim)
                     else:  # a new store's table, made at its first write (see `_open_quick`)
                         table = db.create_table(
                             TABLE_NAME, schema=memories_schema(self.dim, self.embed_model), exist_ok=True
                         )
-                    if FTS_INDEX_NAME not in {index.name for index in table.list_indices()}:
+                    if not _has_fts(table):
                         _create_fts(table)
                     self._commits.v2_names = _uses_v2_names(table)
                     self._opened, self._dataset = table, None
@@ -247,19 +247,20 @@ class MemoryStore:
             if known is not None:
                 raise known from exc
             raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
-        # No silent rollback: the table must hold at least what was acknowledged (one small read, one compare).
-        lost = ledger.regression(path, int(table.version), int(table.count_rows()))
-        if lost is not None:
-            raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
+        _check_ledger(path, int(table.version), int(table.count_rows()))
         store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
         store._session = session
         store.ensure_indexes()
         store._first_read_index()
         return store
 
+    @property
+    def _rows_source(self) -> Any:
+        """What a read index is built from: a quick open's pylance dataset until LanceDB's table is opened."""
+        return self._dataset if self._opened is None else self._table
+
     def _first_read_index(self) -> None:
-        rows = (self._dataset if self._opened is None else self._handle).count_rows()
-        if not self._index_off and rows <= OPEN_BUILD_ROWS:
+        if not self._index_off and self._rows_source.count_rows() <= OPEN_BUILD_ROWS:
             self.wait_for_read_index()  # a small table's copy is made in ~0.1 s: every search then reads alike
 
     @classmethod
@@ -276,9 +277,7 @@ class MemoryStore:
         if read_index_rows <= 0 or build_read_index is None:
             return None
         if not versions.parent.exists():  # a new store: its table is created by its first write
-            lost = ledger.regression(path, 0, 0)
-            if lost is not None:
-                raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
+            _check_ledger(path, 0, 0)
             store = cls(path, None, dim, embed_model, read_index_rows, build_read_index, _Unwritten(dim, embed_model))
             store._first_read_index()
             return store
@@ -298,9 +297,7 @@ class MemoryStore:
         if not current or rows > min(read_index_rows, OPEN_BUILD_ROWS):
             return None
         cls._check_schema(path, dataset.schema, dim)
-        lost = ledger.regression(path, int(dataset.version), rows)
-        if lost is not None:
-            raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
+        _check_ledger(path, int(dataset.version), rows)
         store = cls(path, None, dim, embed_model, read_index_rows, build_read_index, dataset=dataset)
         store._first_read_index()
         return store
@@ -371,15 +368,14 @@ class MemoryStore:
 
     def _build_read_index(self) -> None:
         try:
-            if (self._dataset if self._opened is None else self._table).count_rows() > self.read_index_rows:
+            source = self._rows_source
+            if source.count_rows() > self.read_index_rows:
                 self._index_off = True
                 return
             started = time.perf_counter()
             assert self._build_index is not None  # the index is off without a builder
-            dataset = self._dataset if self._opened is None else None  # a quick open's (see `_open_quick`)
-            source = self._table if dataset is None else dataset
             index = self._build_index(source, self.dim, SCAN_LIMIT, None if self.remote else self.path)
-            if dataset is None:
+            if source is not self._dataset:
                 index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
             self._read_index = index
             log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)
@@ -536,8 +532,7 @@ class MemoryStore:
 
     def ensure_indexes(self) -> None:
         """Create the full-text index on `content` when missing (rows added later are searched flat)."""
-        names = {idx.name for idx in self._table.list_indices()}
-        if FTS_INDEX_NAME not in names:
+        if not _has_fts(self._table):
             _create_fts(self._table)
 
     def unindexed_rows(self) -> int:
@@ -899,6 +894,13 @@ def _connect(path: StoreLocation, index_cache_bytes: int | None = None) -> tuple
     return lancedb.connect(
         str(path), read_consistency_interval=None, session=session, storage_options=options or None
     ), session
+
+
+def _check_ledger(path: Path, version: int, rows: int) -> None:
+    """No silent rollback: the table must hold at least what was acknowledged (one small read, one compare)."""
+    lost = ledger.regression(path, version, rows)
+    if lost is not None:
+        raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
 
 
 def _create_fts(table: Any) -> None:
