@@ -209,9 +209,11 @@ def _read_all(table: Any) -> int:
 def _fts_works(table: Any) -> bool:
     from lancedb.query import MatchQuery
 
-    if not any(idx.name == "content_idx" for idx in table.list_indices()):
-        return True  # created again on the next open
-    table.search(MatchQuery("chronomem", "content"), query_type="fts").limit(1).to_list()
+    from chronomem.storage.schema import FTS_INDEX, TERMS_COLUMN
+
+    if not any(idx.name == FTS_INDEX for idx in table.list_indices()):
+        return True  # created again on the next open (a store of schema 1-3: after its migration)
+    table.search(MatchQuery("chronomem", TERMS_COLUMN), query_type="fts").limit(1).to_list()
     return True
 
 

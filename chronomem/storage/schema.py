@@ -9,16 +9,24 @@ Version 3 (issue 26) adds the encoding gate's write-time signals of a chunk (con
 `event_salience` (shown as `salience`; the `salience` column stays the reinforced ranking weight), `prediction_error`
 and the decision `gate` (`kept` or `demoted`; a skipped write leaves no row). All nullable: rows written before
 version 3, and facts, have none.
+Version 4 (issue 28) adds `terms`: the row's content as the lexical channel reads it (`search.terms`, a fact's
+terms once, joined by spaces), written with every row and indexed by LanceDB's full-text index split on spaces
+with no folding of its own (`FTS_INDEX`), so LanceDB's BM25 and the read index's score the same tokens alike.
+Storage does not tokenize: the search component hands `MemoryStore.open` the function (`RowTerms`). Nullable: a
+row written by a path that had no such function (a restore, a salvage, a store opened by storage alone) has
+none until the next open that has one fills it.
 
-storage/migrate.py brings a version-1 or version-2 store forward.
+storage/migrate.py brings a store of version 1, 2 or 3 forward.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 
 TABLE_NAME = "memories"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 USAGE_TABLE = "usage"
 SCHEMA_VERSION_KEY = b"chronomem.schema_version"
 EMBED_MODEL_KEY = b"chronomem.embed_model"
@@ -29,6 +37,11 @@ ANCHOR_TYPE = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("blob"
 VALIDITY_COLUMNS = ("invalid_at", "expired_at", "reason")
 #: What `chronomem reembed` rewrites on every row: the declared exception to write-once.
 REEMBED_COLUMNS = ("vector", "embed_model")
+#: The column the full-text index reads, and that index's name (the index on `content` of versions 1-3 was
+#: `content_idx`; nothing reads it any more, and opening a store drops it).
+TERMS_COLUMN = "terms"
+FTS_INDEX = "terms_idx"
+OLD_FTS_INDEX = "content_idx"
 
 
 def memories_schema(dim: int, embed_model: str) -> pa.Schema:
@@ -64,6 +77,7 @@ def memories_schema(dim: int, embed_model: str) -> pa.Schema:
             pa.field("event_salience", pa.float32()),
             pa.field("prediction_error", pa.float32()),
             pa.field("gate", pa.string()),
+            pa.field(TERMS_COLUMN, pa.string()),
         ],
         metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode(), EMBED_MODEL_KEY: embed_model.encode()},
     )
@@ -95,8 +109,8 @@ def schema_version(schema: pa.Schema) -> int:
         return 1
 
 
-#: Columns returned by searches: everything but the vector, which no caller reads back.
-RESULT_COLUMNS = [f for f in memories_schema(1, "").names if f != "vector"]
+#: Columns returned by searches: everything but the vector and the terms, which no caller reads back.
+RESULT_COLUMNS = [f for f in memories_schema(1, "").names if f not in ("vector", TERMS_COLUMN)]
 
 
 def stored_model(schema: pa.Schema) -> tuple[str, int]:
@@ -104,3 +118,25 @@ def stored_model(schema: pa.Schema) -> tuple[str, int]:
     (set at creation, and by `chronomem reembed`); `?` when its metadata names none."""
     name = (schema.metadata or {}).get(EMBED_MODEL_KEY, b"?").decode() or "?"
     return name, int(schema.field("vector").type.list_size)
+
+
+#: A row's terms from its (content, kind): `search.terms.row_terms`, handed to `MemoryStore.open` by the search
+#: component (storage does not tokenize).
+RowTerms = Callable[[str, str], str]
+
+
+def with_terms(data: pa.Table, row_terms: RowTerms | None) -> pa.Table:
+    """`data` (rows of this schema, or of an older one without the column) with `terms` set on every row that has
+    none, from its content and kind; unchanged without `row_terms` (those rows keep none)."""
+    if TERMS_COLUMN not in data.column_names:
+        data = data.append_column(pa.field(TERMS_COLUMN, pa.string()), pa.nulls(data.num_rows, pa.string()))
+    if row_terms is None:
+        return data
+    column = data.column(TERMS_COLUMN)
+    if not column.null_count:
+        return data
+    held = column.to_pylist()
+    contents, kinds = data.column("content").to_pylist(), data.column("kind").to_pylist()
+    filled = [row_terms(c, k) if t is None else t for t, c, k in zip(held, contents, kinds, strict=True)]
+    position = data.schema.get_field_index(TERMS_COLUMN)
+    return data.set_column(position, data.schema.field(TERMS_COLUMN), pa.array(filled, type=pa.string()))

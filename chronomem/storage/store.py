@@ -13,6 +13,11 @@ are taken from the table). `chronomem reembed` is the one declared exception (it
 `embed_model`, storage/reembed.py). What changes after a write lives in the `usage` side table
 (storage/usage.py), which every read attaches to the rows it returns (`MemoryRecord.with_usage`).
 Opening a store of an older schema migrates it first (storage/migrate.py); a newer one is refused.
+
+Every row carries its `terms` (schema.py), computed by the function the search component hands `open`
+(`row_terms`): LanceDB's full-text index reads that column, split on spaces and folded no further, so it scores
+exactly what the read index scores. Opening with that function also fills the terms of rows that have none (a
+store migrated, restored or salvaged without it).
 """
 
 from __future__ import annotations
@@ -36,14 +41,19 @@ from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint,
 from chronomem.storage.filters import Filter
 from chronomem.storage.locks import WRITE_LOCK_NAME, store_lock
 from chronomem.storage.schema import (
+    FTS_INDEX,
+    OLD_FTS_INDEX,
     RESULT_COLUMNS,
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     TABLE_NAME,
+    TERMS_COLUMN,
     VALIDITY_COLUMNS,
+    RowTerms,
     memories_schema,
     schema_version,
     stored_model,
+    with_terms,
 )
 
 _Found = TypeVar("_Found")
@@ -99,8 +109,11 @@ class MemoryStore:
         embed_model: str,
         read_index_rows: int = 0,
         build_read_index: BuildReadIndex | None = None,
+        row_terms: RowTerms | None = None,
     ) -> None:
         self.path = path
+        #: A row's `terms` from its content and kind (None: rows are written without, and the next open with it fills them).
+        self.row_terms = row_terms
         #: Whether the store is in object storage: no local files beside the table (ledger, spill file, locks).
         self.remote = is_remote(path)
         self._handle = table  # read through `_table`, which first brings it to the newest version
@@ -152,6 +165,7 @@ class MemoryStore:
         embed_model: str,
         read_index_rows: int = DEFAULT_READ_INDEX_ROWS,
         build_read_index: BuildReadIndex | None = None,
+        row_terms: RowTerms | None = None,
     ) -> MemoryStore:
         """Open the store at `path`, creating it (and the directory) if it does not exist.
 
@@ -160,12 +174,15 @@ class MemoryStore:
         table of at most `OPEN_BUILD_ROWS` rows; a larger one's build is started by the first search, on a
         background thread (searches go to LanceDB until it is ready), so a starting server's first recall
         does not share the cores with a build of several seconds.
+
+        `row_terms` (the search component's, `search.terms.row_terms`) makes each written row's `terms`; with it,
+        rows that have none are given theirs here, under the write lock (one commit, as a migration).
         """
         os.environ.setdefault("LANCE_LOG", "error")
         # LanceDB warns on stderr about a future change of its index statistics: quiet by default
         os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
         if is_remote(path):
-            return cls._open_remote(path, dim, embed_model, read_index_rows, build_read_index)  # type: ignore[arg-type]
+            return cls._open_remote(path, dim, embed_model, read_index_rows, build_read_index, row_terms)  # type: ignore[arg-type]
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise StoreError(f"store path {path} is a file, not a directory: pass --store with a directory")
@@ -184,17 +201,13 @@ class MemoryStore:
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
                 cls._check_schema(path, table.schema, dim)
-                if schema_version(table.schema) < SCHEMA_VERSION:
+                if _needs_upgrade(table, row_terms):
                     from filelock import FileLock
-
-                    from chronomem.storage.migrate import migrate
 
                     # Under the store's write lock (service.WRITE_LOCK_NAME): no write of another process lands
                     # between the migration's read and its overwrite, and one process migrates, not two.
                     with FileLock(str(path / WRITE_LOCK_NAME)):
-                        table = db.open_table(TABLE_NAME)
-                        if schema_version(table.schema) < SCHEMA_VERSION:
-                            migrate(path, db, table)
+                        _upgrade(path, db, db.open_table(TABLE_NAME), row_terms)
                     table = db.open_table(TABLE_NAME)
             else:
                 table = db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
@@ -209,7 +222,7 @@ class MemoryStore:
         lost = ledger.regression(path, int(table.version), int(table.count_rows()))
         if lost is not None:
             raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
-        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
+        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms)
         store._session = session
         store.ensure_indexes()
         store._first_read_index()
@@ -221,7 +234,13 @@ class MemoryStore:
 
     @classmethod
     def _open_remote(
-        cls, path: Any, dim: int, embed_model: str, read_index_rows: int, build_read_index: BuildReadIndex | None
+        cls,
+        path: Any,
+        dim: int,
+        embed_model: str,
+        read_index_rows: int,
+        build_read_index: BuildReadIndex | None,
+        row_terms: RowTerms | None,
     ) -> MemoryStore:
         """Open (or create) a store in object storage. Creating the table, its index or migrating it happens under
         the store's write lease (storage/remote.py), so servers starting at once on a fresh store take turns; a
@@ -234,14 +253,14 @@ class MemoryStore:
             try:
                 db, session = _connect(path)
                 table = db.open_table(TABLE_NAME) if TABLE_NAME in db.list_tables().tables else None
-                if table is None or schema_version(table.schema) < SCHEMA_VERSION or not _has_fts(table):
+                if table is None or _needs_upgrade(table, row_terms) or not _has_fts(table):
                     with store_lock(path, WRITE_LOCK_NAME):
-                        table = cls._open_table(path, db, dim, embed_model)
-                        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
+                        table = cls._open_table(path, db, dim, embed_model, row_terms)
+                        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms)
                         store.ensure_indexes()
                 else:
                     cls._check_schema(path, table.schema, dim)
-                    store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
+                    store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms)
                 store._session = session
                 store._first_read_index()
                 return store
@@ -257,16 +276,15 @@ class MemoryStore:
         raise explain(path, last) from last
 
     @classmethod
-    def _open_table(cls, path: Any, db: Any, dim: int, embed_model: str) -> Any:
-        """The `memories` table, created if missing and migrated if older (callers hold the write lock)."""
+    def _open_table(cls, path: Any, db: Any, dim: int, embed_model: str, row_terms: RowTerms | None) -> Any:
+        """The `memories` table, created if missing, migrated if older and its missing terms filled (callers hold
+        the write lock)."""
         if TABLE_NAME not in db.list_tables().tables:
             return db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
         table = db.open_table(TABLE_NAME)
         cls._check_schema(path, table.schema, dim)
-        if schema_version(table.schema) < SCHEMA_VERSION:
-            from chronomem.storage.migrate import migrate
-
-            migrate(path, db, table)
+        if _needs_upgrade(table, row_terms):
+            _upgrade(path, db, table, row_terms)
             table = db.open_table(TABLE_NAME)
         return table
 
@@ -445,16 +463,31 @@ class MemoryStore:
         return int((self._table.schema.metadata or {}).get(SCHEMA_VERSION_KEY, b"0"))
 
     def ensure_indexes(self) -> None:
-        """Create the full-text index on `content` when missing (rows added later are searched flat)."""
+        """Create the full-text index on `terms` when missing (rows added later are searched flat), and drop the one
+        on `content` a store of schema 1-3 had, which nothing reads.
+
+        The index takes the terms as they are: split on spaces (`whitespace`), no case folding, stemming, stop
+        words, ASCII folding or length limit of its own, so its tokens are exactly the read index's and its BM25
+        scores the same (eval/results/engines.md)."""
         from lancedb.index import FTS
 
         names = {idx.name for idx in self._table.list_indices()}
-        if "content_idx" not in names:
-            self._table.create_index("content", config=FTS(), replace=True)
+        if OLD_FTS_INDEX in names:
+            self._table.drop_index(OLD_FTS_INDEX)
+        if FTS_INDEX not in names:
+            config = FTS(
+                base_tokenizer="whitespace",
+                lower_case=False,
+                stem=False,
+                remove_stop_words=False,
+                ascii_folding=False,
+                max_token_length=None,
+            )
+            self._table.create_index(TERMS_COLUMN, config=config, replace=True, name=FTS_INDEX)
 
     def unindexed_rows(self) -> int:
         """Rows the full-text index does not cover yet (searched flat, so slower)."""
-        stats = self._table.index_stats("content_idx")
+        stats = self._table.index_stats(FTS_INDEX)
         return int(stats.num_unindexed_rows) if stats is not None else self.count()
 
     def optimize(self, retention: timedelta = VERSION_RETENTION) -> None:
@@ -504,7 +537,7 @@ class MemoryStore:
 
         schema = memories_schema(self.dim, self.embed_model)
         rows = [r.to_row() for r in records]
-        return pa.Table.from_pylist(rows, schema=schema)
+        return with_terms(pa.Table.from_pylist(rows, schema=schema), self.row_terms)
 
     def add(self, records: Sequence[MemoryRecord]) -> None:
         """Append new rows in one commit."""
@@ -525,7 +558,7 @@ class MemoryStore:
             for name in schema.names:  # columns a bulk load may leave out (anchors, conflicts): empty
                 if name not in table.column_names:
                     table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
-            data = table.select(schema.names).cast(schema)
+            data = with_terms(table.select(schema.names).cast(schema), self.row_terms)
             self._commit(data, lambda: self._table.add(data))
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
@@ -553,7 +586,7 @@ class MemoryStore:
                     )
                 row = {**old, **{name: row[name] for name in VALIDITY_COLUMNS}}
             rows.append(row)
-        data = pa.Table.from_pylist(rows, schema=schema)
+        data = with_terms(pa.Table.from_pylist(rows, schema=schema), self.row_terms)
         merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
         self._commit(data, lambda: merge.execute(data))
 
@@ -811,7 +844,26 @@ def _connect(path: StoreLocation, index_cache_bytes: int | None = None) -> tuple
 
 
 def _has_fts(table: Any) -> bool:
-    return "content_idx" in {idx.name for idx in table.list_indices()}
+    names = {idx.name for idx in table.list_indices()}
+    return FTS_INDEX in names and OLD_FTS_INDEX not in names
+
+
+def _needs_upgrade(table: Any, row_terms: RowTerms | None) -> bool:
+    """Whether opening `table` must migrate it (an older schema), or can fill terms rows lack (with `row_terms`)."""
+    if schema_version(table.schema) < SCHEMA_VERSION:
+        return True
+    return row_terms is not None and int(table.count_rows(f"{TERMS_COLUMN} IS NULL")) > 0
+
+
+def _upgrade(path: Any, db: Any, table: Any, row_terms: RowTerms | None) -> None:
+    """Migrate `table` if it is older, else fill the terms its rows lack (callers hold the write lock; each is
+    checked again under it: another process may have done it meanwhile)."""
+    from chronomem.storage.migrate import fill_terms, migrate
+
+    if schema_version(table.schema) < SCHEMA_VERSION:
+        migrate(path, db, table, row_terms)
+    elif row_terms is not None and int(table.count_rows(f"{TERMS_COLUMN} IS NULL")) > 0:
+        fill_terms(path, db, table, row_terms)
 
 
 def _conflict(exc: BaseException) -> bool:
