@@ -509,9 +509,9 @@ def repair(path: Path | str) -> Checkup:
     try:
         _fts_works(table)
     except Exception:
-        from lancedb.index import FTS
+        from chronomem.storage.schema import create_fts_index
 
-        table.create_index("content", config=FTS(), replace=True)
+        create_fts_index(table)
         actions.append("rebuilt the full-text index")
     if lost:
         actions.append(

@@ -22,6 +22,7 @@ storage/migrate.py brings a store of version 1, 2 or 3 forward.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -118,6 +119,23 @@ def stored_model(schema: pa.Schema) -> tuple[str, int]:
     (set at creation, and by `chronomem reembed`); `?` when its metadata names none."""
     name = (schema.metadata or {}).get(EMBED_MODEL_KEY, b"?").decode() or "?"
     return name, int(schema.field("vector").type.list_size)
+
+
+def create_fts_index(table: Any) -> None:
+    """(Re)build LanceDB's full-text index on `terms`: split on spaces (`whitespace`), no case folding,
+    stemming, stop words, ASCII folding or length limit of its own, so its tokens are exactly the terms the
+    search component wrote and its BM25 scores what the read index scores (eval/results/engines.md)."""
+    from lancedb.index import FTS
+
+    config = FTS(
+        base_tokenizer="whitespace",
+        lower_case=False,
+        stem=False,
+        remove_stop_words=False,
+        ascii_folding=False,
+        max_token_length=None,
+    )
+    table.create_index(TERMS_COLUMN, config=config, replace=True, name=FTS_INDEX)
 
 
 #: A row's terms from its (content, kind): `search.terms.row_terms`, handed to `MemoryStore.open` by the search

@@ -50,6 +50,7 @@ from chronomem.storage.schema import (
     TERMS_COLUMN,
     VALIDITY_COLUMNS,
     RowTerms,
+    create_fts_index,
     memories_schema,
     schema_version,
     stored_model,
@@ -464,26 +465,13 @@ class MemoryStore:
 
     def ensure_indexes(self) -> None:
         """Create the full-text index on `terms` when missing (rows added later are searched flat), and drop the one
-        on `content` a store of schema 1-3 had, which nothing reads.
-
-        The index takes the terms as they are: split on spaces (`whitespace`), no case folding, stemming, stop
-        words, ASCII folding or length limit of its own, so its tokens are exactly the read index's and its BM25
-        scores the same (eval/results/engines.md)."""
-        from lancedb.index import FTS
-
+        on `content` a store of schema 1-3 had, which nothing reads (`schema.create_fts_index`: the terms as they
+        are, so its tokens and BM25 scores are the read index's)."""
         names = {idx.name for idx in self._table.list_indices()}
         if OLD_FTS_INDEX in names:
             self._table.drop_index(OLD_FTS_INDEX)
         if FTS_INDEX not in names:
-            config = FTS(
-                base_tokenizer="whitespace",
-                lower_case=False,
-                stem=False,
-                remove_stop_words=False,
-                ascii_folding=False,
-                max_token_length=None,
-            )
-            self._table.create_index(TERMS_COLUMN, config=config, replace=True, name=FTS_INDEX)
+            create_fts_index(self._table)
 
     def unindexed_rows(self) -> int:
         """Rows the full-text index does not cover yet (searched flat, so slower)."""
@@ -850,9 +838,12 @@ def _has_fts(table: Any) -> bool:
 
 def _needs_upgrade(table: Any, row_terms: RowTerms | None) -> bool:
     """Whether opening `table` must migrate it (an older schema), or can fill terms rows lack (with `row_terms`)."""
-    if schema_version(table.schema) < SCHEMA_VERSION:
-        return True
-    return row_terms is not None and int(table.count_rows(f"{TERMS_COLUMN} IS NULL")) > 0
+    return schema_version(table.schema) < SCHEMA_VERSION or (row_terms is not None and _lacks_terms(table))
+
+
+def _lacks_terms(table: Any) -> bool:
+    """Whether a row of the current-schema `table` has no `terms` (a scan of that one column)."""
+    return int(table.count_rows(f"{TERMS_COLUMN} IS NULL")) > 0
 
 
 def _upgrade(path: Any, db: Any, table: Any, row_terms: RowTerms | None) -> None:
@@ -862,7 +853,7 @@ def _upgrade(path: Any, db: Any, table: Any, row_terms: RowTerms | None) -> None
 
     if schema_version(table.schema) < SCHEMA_VERSION:
         migrate(path, db, table, row_terms)
-    elif row_terms is not None and int(table.count_rows(f"{TERMS_COLUMN} IS NULL")) > 0:
+    elif row_terms is not None and _lacks_terms(table):
         fill_terms(path, db, table, row_terms)
 
 
