@@ -74,7 +74,8 @@ def test_opening_a_v1_store_migrates_it_and_recall_finds_its_notes(v1: Path, emb
     assert check(v1).ok and check(v1).schema == SCHEMA_VERSION
 
 
-def test_a_migration_killed_before_its_last_commit_resumes(v1: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def killing_the_overwrite(monkeypatch: pytest.MonkeyPatch) -> object:
+    """Make the migration's overwrite of `memories` die as a killed process would; returns what undoes it."""
     import lancedb.db
 
     real = lancedb.db.LanceDBConnection.create_table
@@ -85,10 +86,15 @@ def test_a_migration_killed_before_its_last_commit_resumes(v1: Path, monkeypatch
         return real(self, name, *args, **kwargs)
 
     monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", dies_on_memories)
+    return lambda: monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", real)
+
+
+def test_a_migration_killed_before_its_last_commit_resumes(v1: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    revive = killing_the_overwrite(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         MemoryStore.open(v1, 384, "m", read_index_rows=0)
     assert pending(v1) == 1, "still schema 1: the overwrite is one commit"
-    monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", real)
+    revive()
     store = MemoryStore.open(v1, 384, "m", read_index_rows=0)
     assert schema_version(store.table.schema) == SCHEMA_VERSION and store.count() == 6
     assert len(list_backups(v1)) == 1, "the backup of that v1 version is not taken twice"
@@ -248,24 +254,15 @@ def test_a_schema_3_store_gets_every_row_s_terms_and_the_index_moves_to_them(tmp
 
 
 def test_a_schema_3_migration_killed_before_its_commit_resumes(tmp_path: Path, embedder, clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lancedb.db
-
     from chronomem.search.engine import open_store
 
     store_dir = tmp_path / "store"
     ids = make_v3_store(store_dir, embedder, clock)
-    real = lancedb.db.LanceDBConnection.create_table
-
-    def dies_on_memories(self, name, *args, **kwargs):
-        if name == TABLE_NAME:
-            raise KeyboardInterrupt("killed")
-        return real(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", dies_on_memories)
+    revive = killing_the_overwrite(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         open_store(store_dir, 384, embedder.name, read_index_rows=0)
     assert pending(store_dir) == 3 and sorted(raw_rows(store_dir)) == sorted(ids), "still schema 3, every row there"
-    monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", real)
+    revive()
     store = open_store(store_dir, 384, embedder.name, read_index_rows=0)
     assert schema_version(store.table.schema) == SCHEMA_VERSION and store.count() == len(ids)
     assert len(list_backups(store_dir)) == 1, "the backup of that v3 version is not taken twice"
