@@ -25,10 +25,11 @@ fills the new columns with nulls.
 Version 3 → 4 (issue 28): the `terms` column (storage/schema.py), the row's content as the lexical channel reads
 it, and the full-text index moves from `content` to it. The same steps: the overwrite under the new schema writes
 each row's terms, made by the function the search component handed `MemoryStore.open` (`row_terms`). Opened
-without one (storage's own tools: reembed, a check), the rows get none, and the next open that has the function
-fills them (`fill_terms`: a backup, then one overwrite of the same rows with their terms — the same guarantees: a
-kill before the commit leaves the rows as they were and the next open does it again; after it, every row has
-them). A restore of an older backup or a salvage from old data files gets its terms the same way.
+without one (storage's own tools: reembed, a check), the rows get none and the table is marked
+(`schema.TERMS_PENDING_KEY`); the next open that has the function fills them (`fill_terms`: a backup, then one
+overwrite of the same rows with their terms, the mark cleared — the same guarantees: a kill before the commit
+leaves the rows as they were and the next open does it again). A restore of an older backup, a salvage from old
+data files or a repair that brings such rows back marks the table the same way.
 
 `pending` tells a caller (the CLI, which asks first on a terminal) whether opening a store will migrate it.
 """
@@ -134,7 +135,7 @@ def upgrade_rows(rows: Any) -> Any:
         return rows
     model, dim = stored_model(rows.schema)
     converted, _ = convert_rows(rows.to_pylist())
-    return pa.Table.from_pylist(converted, schema=memories_schema(dim, model))
+    return with_terms(pa.Table.from_pylist(converted, schema=memories_schema(dim, model)), None)
 
 
 def _backed_up(path: Path, table: Any) -> Any:
@@ -155,8 +156,8 @@ def fill_terms(path: Path, db: Any, table: Any, row_terms: RowTerms) -> None:
     missing = int(table.count_rows(f"{TERMS_COLUMN} IS NULL"))
     log.info("writing the terms of %d rows of the store at %s", missing, path)
     current = _backed_up(path, table)
-    data = with_terms(current, row_terms).cast(table.schema)
-    filled = db.create_table(TABLE_NAME, data=data, schema=table.schema, mode="overwrite")
+    data = with_terms(current.cast(table.schema), row_terms)  # the mark goes with the last row without terms
+    filled = db.create_table(TABLE_NAME, data=data, schema=data.schema, mode="overwrite")
     ledger.rebase(path, int(filled.version), int(filled.count_rows()))
 
 
@@ -187,6 +188,6 @@ def migrate(path: Path, db: Any, table: Any, row_terms: RowTerms | None = None) 
     # (3) memories: one commit under the new schema.
     schema = memories_schema(dim, model)
     data = with_terms(pa.Table.from_pylist(rows, schema=schema), row_terms)
-    migrated = db.create_table(TABLE_NAME, data=data, schema=schema, mode="overwrite")
+    migrated = db.create_table(TABLE_NAME, data=data, schema=data.schema, mode="overwrite")
     ledger.rebase(path, int(migrated.version), int(migrated.count_rows()))
     log.info("store at %s migrated to schema %d (%d rows, %d usage rows)", path, SCHEMA_VERSION, len(rows), len(usage))

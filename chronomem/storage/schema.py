@@ -12,9 +12,11 @@ version 3, and facts, have none.
 Version 4 (issue 28) adds `terms`: the row's content as the lexical channel reads it (`search.terms`, a fact's
 terms once, joined by spaces), written with every row and indexed by LanceDB's full-text index split on spaces
 with no folding of its own (`FTS_INDEX`), so LanceDB's BM25 and the read index's score the same tokens alike.
-Storage does not tokenize: the search component hands `MemoryStore.open` the function (`RowTerms`). Nullable: a
-row written by a path that had no such function (a restore, a salvage, a store opened by storage alone) has
-none until the next open that has one fills it.
+Storage does not tokenize: the search component hands `MemoryStore.open` the function (`RowTerms`), and a store
+opened without it refuses to write new rows. Nullable: a rewrite of the whole table by storage's own tools
+(a migration, reembed, a restore, a salvage or repair) leaves rows it cannot tokenize without terms and marks the
+table's metadata (`TERMS_PENDING_KEY`); the next open that has the function fills them and clears the mark — no
+scan of the column at every open (~0.1-0.5 s at 200k rows).
 
 storage/migrate.py brings a store of version 1, 2 or 3 forward.
 """
@@ -31,6 +33,8 @@ SCHEMA_VERSION = 4
 USAGE_TABLE = "usage"
 SCHEMA_VERSION_KEY = b"chronomem.schema_version"
 EMBED_MODEL_KEY = b"chronomem.embed_model"
+#: Set in the metadata of a table some of whose rows have no `terms` yet (see the module).
+TERMS_PENDING_KEY = b"chronomem.terms_pending"
 
 _TIME = pa.timestamp("us", tz="UTC")
 ANCHOR_TYPE = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("blob", pa.string())]))
@@ -145,16 +149,26 @@ RowTerms = Callable[[str, str], str]
 
 def with_terms(data: pa.Table, row_terms: RowTerms | None) -> pa.Table:
     """`data` (rows of this schema, or of an older one without the column) with `terms` set on every row that has
-    none, from its content and kind; unchanged without `row_terms` (those rows keep none)."""
+    none, from its content and kind (without `row_terms` those rows keep none); its schema's metadata, when it has
+    any, marks whether rows without terms remain (`TERMS_PENDING_KEY`)."""
     if TERMS_COLUMN not in data.column_names:
         data = data.append_column(pa.field(TERMS_COLUMN, pa.string()), pa.nulls(data.num_rows, pa.string()))
-    if row_terms is None:
-        return data
     column = data.column(TERMS_COLUMN)
-    if not column.null_count:
+    if row_terms is not None and column.null_count:
+        held = column.to_pylist()
+        contents, kinds = data.column("content").to_pylist(), data.column("kind").to_pylist()
+        filled = [row_terms(c, k) if t is None else t for t, c, k in zip(held, contents, kinds, strict=True)]
+        position = data.schema.get_field_index(TERMS_COLUMN)
+        data = data.set_column(position, data.schema.field(TERMS_COLUMN), pa.array(filled, type=pa.string()))
+    metadata = dict(data.schema.metadata or {})
+    if not metadata:
         return data
-    held = column.to_pylist()
-    contents, kinds = data.column("content").to_pylist(), data.column("kind").to_pylist()
-    filled = [row_terms(c, k) if t is None else t for t, c, k in zip(held, contents, kinds, strict=True)]
-    position = data.schema.get_field_index(TERMS_COLUMN)
-    return data.set_column(position, data.schema.field(TERMS_COLUMN), pa.array(filled, type=pa.string()))
+    metadata.pop(TERMS_PENDING_KEY, None)
+    if data.column(TERMS_COLUMN).null_count:
+        metadata[TERMS_PENDING_KEY] = b"1"
+    return data.replace_schema_metadata(metadata)
+
+
+def terms_pending(schema: pa.Schema) -> bool:
+    """Whether a table of this schema has rows without `terms` (marked by `with_terms`)."""
+    return TERMS_PENDING_KEY in (schema.metadata or {})

@@ -54,6 +54,7 @@ from chronomem.storage.schema import (
     memories_schema,
     schema_version,
     stored_model,
+    terms_pending,
     with_terms,
 )
 
@@ -525,7 +526,18 @@ class MemoryStore:
 
         schema = memories_schema(self.dim, self.embed_model)
         rows = [r.to_row() for r in records]
-        return with_terms(pa.Table.from_pylist(rows, schema=schema), self.row_terms)
+        return self._with_terms(pa.Table.from_pylist(rows, schema=schema))
+
+    def _with_terms(self, data: Any) -> Any:
+        """`data` (rows to write) with every row's terms; refused when some would have none (this store was opened
+        without the search component's `row_terms`: LanceDB's full-text index could not find them)."""
+        data = with_terms(data, self.row_terms)
+        if data.column(TERMS_COLUMN).null_count:
+            raise StoreError(
+                "this store was opened without a tokenizer for the rows' terms (search.engine.open_store hands it "
+                "one): new rows cannot be written"
+            )
+        return data
 
     def add(self, records: Sequence[MemoryRecord]) -> None:
         """Append new rows in one commit."""
@@ -546,7 +558,7 @@ class MemoryStore:
             for name in schema.names:  # columns a bulk load may leave out (anchors, conflicts): empty
                 if name not in table.column_names:
                     table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
-            data = with_terms(table.select(schema.names).cast(schema), self.row_terms)
+            data = self._with_terms(table.select(schema.names).cast(schema))
             self._commit(data, lambda: self._table.add(data))
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
@@ -574,7 +586,7 @@ class MemoryStore:
                     )
                 row = {**old, **{name: row[name] for name in VALIDITY_COLUMNS}}
             rows.append(row)
-        data = with_terms(pa.Table.from_pylist(rows, schema=schema), self.row_terms)
+        data = self._with_terms(pa.Table.from_pylist(rows, schema=schema))
         merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
         self._commit(data, lambda: merge.execute(data))
 
@@ -837,13 +849,9 @@ def _has_fts(table: Any) -> bool:
 
 
 def _needs_upgrade(table: Any, row_terms: RowTerms | None) -> bool:
-    """Whether opening `table` must migrate it (an older schema), or can fill terms rows lack (with `row_terms`)."""
-    return schema_version(table.schema) < SCHEMA_VERSION or (row_terms is not None and _lacks_terms(table))
-
-
-def _lacks_terms(table: Any) -> bool:
-    """Whether a row of the current-schema `table` has no `terms` (a scan of that one column)."""
-    return int(table.count_rows(f"{TERMS_COLUMN} IS NULL")) > 0
+    """Whether opening `table` must migrate it (an older schema), or can fill terms rows lack (with `row_terms`;
+    the table's metadata says so: no scan)."""
+    return schema_version(table.schema) < SCHEMA_VERSION or (row_terms is not None and terms_pending(table.schema))
 
 
 def _upgrade(path: Any, db: Any, table: Any, row_terms: RowTerms | None) -> None:
@@ -853,7 +861,7 @@ def _upgrade(path: Any, db: Any, table: Any, row_terms: RowTerms | None) -> None
 
     if schema_version(table.schema) < SCHEMA_VERSION:
         migrate(path, db, table, row_terms)
-    elif row_terms is not None and _lacks_terms(table):
+    elif row_terms is not None and terms_pending(table.schema):
         fill_terms(path, db, table, row_terms)
 
 

@@ -269,22 +269,33 @@ def test_a_schema_3_migration_killed_before_its_commit_resumes(tmp_path: Path, e
     assert all(r["terms"] for r in raw_rows(store_dir).values())
 
 
-def test_rows_written_without_terms_get_them_at_the_next_open_with_the_tokenizer(tmp_path: Path, embedder, clock) -> None:
-    """Storage alone (reembed, a restore, a salvage) writes rows without terms — LanceDB's index cannot find them —
-    and the next open through the search component fills them, keeping every row."""
+def test_a_store_migrated_by_storage_alone_gets_its_terms_at_the_next_open_with_the_tokenizer(
+    tmp_path: Path, embedder, clock
+) -> None:
+    """Storage alone (reembed, a check) opens a schema-3 store without the tokenizer: the migration keeps every
+    row, without terms, and marks the table; the next open through the search component fills them and clears
+    the mark. A store without the tokenizer refuses new rows rather than write rows LanceDB cannot find."""
     from chronomem.records import MemoryRecord, new_id
     from chronomem.search.engine import open_store, text_search
     from chronomem.search.terms import row_terms
     from chronomem.storage import Filter
+    from chronomem.storage.schema import terms_pending
 
     store_dir = tmp_path / "store"
+    ids = make_v3_store(store_dir, embedder, clock)
     bare = MemoryStore.open(store_dir, 384, embedder.name, read_index_rows=0)
+    assert schema_version(bare.table.schema) == SCHEMA_VERSION and terms_pending(bare.table.schema)
+    assert sorted(raw_rows(store_dir)) == sorted(ids) and all(r["terms"] is None for r in raw_rows(store_dir).values())
     text = "The billing-worker drains queue billing.events every 30 s."
-    record = MemoryRecord(id=new_id(clock()), kind="chunk", project="proj", content=text, valid_at=clock(),
-                          created_at=clock(), vector=embedder.embed([text])[0], embed_model=embedder.name)
-    bare.add([record])
-    assert raw_rows(store_dir)[record.id]["terms"] is None
+    new = MemoryRecord(id=new_id(clock()), kind="chunk", project="proj", content=text, valid_at=clock(),
+                       created_at=clock(), vector=embedder.embed([text])[0], embed_model=embedder.name)
+    with pytest.raises(StoreError, match="without a tokenizer"):
+        bare.add([new])
+
     store = open_store(store_dir, 384, embedder.name, read_index_rows=0)  # LanceDB answers searches
-    assert raw_rows(store_dir)[record.id]["terms"] == row_terms(text, "chunk")
-    found = text_search(store, "billing.events", Filter(), 5)
-    assert [r.id for r, _ in found] == [record.id]
+    assert not terms_pending(store.table.schema)
+    rows = raw_rows(store_dir)
+    assert sorted(rows) == sorted(ids) and all(r["terms"] == row_terms(r["content"], r["kind"]) for r in rows.values())
+    store.add([new])
+    assert [r.id for r, _ in text_search(store, "billing.events", Filter(), 5)] == [new.id]
+    assert [r.id for r, _ in text_search(store, "src/util/http_dates.py", Filter(), 5)] == [ids[5]]

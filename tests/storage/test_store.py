@@ -40,7 +40,7 @@ def live_ids(store: MemoryStore, at: datetime, known_at: datetime, project: str 
 
 
 def test_schema_version_is_recorded_and_checked_on_reopen(tmp_path: Path) -> None:
-    s = MemoryStore.open(tmp_path / "s", DIM, "test")
+    s = open_store(tmp_path / "s", DIM, "test")
     assert s.schema_version == SCHEMA_VERSION
     s.add([rec("hello")])
     again = MemoryStore.open(tmp_path / "s", DIM, "test")
