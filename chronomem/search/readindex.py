@@ -81,8 +81,9 @@ SYNC_COLUMNS = ["id", *_TIMES, "salience", *_OBJECT_COLUMNS]
 
 
 def _row_terms(terms: str | None, content: str, kind: str) -> list[str]:
-    """The terms a row is searched by: its `terms` column split on spaces, as LanceDB's full-text index reads it
-    (a row written without, which LanceDB does not find until an open fills it, from its content meanwhile)."""
+    """The terms a row is searched by: its `terms` column split on spaces, as LanceDB's full-text index reads it.
+    A row without (left by a rewrite by storage's own tools, storage/schema.py; LanceDB finds it once the next open
+    with the tokenizer has filled it) is searched by the terms of its content meanwhile."""
     if terms is not None:
         return terms.split()
     from chronomem.search.terms import indexed_terms

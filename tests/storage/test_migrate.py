@@ -149,6 +149,17 @@ def test_a_backup_from_before_the_upgrade_restores_upgraded(v1: Path) -> None:
     assert len(rows) == 6 and rows[DEPLOY]["anchors"] == [{"path": "deploy/fabfile.py", "blob": BLOB}]
     assert not [t for r in rows.values() for t in r["tags"] if t.startswith("cm:")]
     assert check(v1).ok and check(v1).schema == SCHEMA_VERSION
+    # the schema-1 rows came back without terms, the table marked so; the next open with the tokenizer fills them
+    import lancedb
+
+    from chronomem.search.engine import open_store
+    from chronomem.search.terms import row_terms
+    from chronomem.storage.schema import terms_pending
+
+    assert terms_pending(lancedb.connect(str(v1)).open_table(TABLE_NAME).schema)
+    store = open_store(v1, 384, "m", read_index_rows=0)
+    assert not terms_pending(store.table.schema)
+    assert all(r["terms"] == row_terms(r["content"], r["kind"]) for r in raw_rows(v1).values()) and len(raw_rows(v1)) == 6
 
 
 GATE_COLUMNS = ("novelty", "event_salience", "prediction_error", "gate")
