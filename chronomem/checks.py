@@ -187,7 +187,7 @@ def check_index(store_path: Path) -> Check:
     """How much of the table the full-text (and, when large, vector) index covers."""
     from chronomem.consolidate.upkeep import UPKEEP_MIN_UNINDEXED, VECTOR_INDEX_MIN_ROWS, needs_vector_index
     from chronomem.storage.doctor import _connect, error_line
-    from chronomem.storage.schema import TABLE_NAME
+    from chronomem.storage.schema import FTS_INDEX, TABLE_NAME
     from chronomem.storage.store import VECTOR_INDEX_NAME
 
     refresh = "run `chronomem consolidate` to refresh the index"
@@ -197,9 +197,9 @@ def check_index(store_path: Path) -> Check:
         table = _connect(store_path).open_table(TABLE_NAME)
         names = {idx.name for idx in table.list_indices()}
         rows = int(table.count_rows())
-        if "content_idx" not in names:
+        if FTS_INDEX not in names:
             return Check("index", WARN, f"no full-text index over {rows} rows (searched flat)", refresh)
-        stats = table.index_stats("content_idx")
+        stats = table.index_stats(FTS_INDEX)
         unindexed = int(stats.num_unindexed_rows) if stats is not None else rows
         trained: int | None = None
         if VECTOR_INDEX_NAME in names:

@@ -4,12 +4,14 @@
     python -m eval.compare_engines [--data ../shared/data/devmem] [--k 10] [--queries 300]
 
 Loads the data set's notes as chunks (random unit vectors: the dense comparison needs no meaning, only the
-same vectors in both engines), then for each query compares the two top-k lists: the share of ids they
-have in common, and how often their first result is the same. Prints a small table (Markdown).
+same vectors in both engines), folds every row into LanceDB's indexes, then for each query compares the two
+top-k lists: the share of ids they have in common, how often their first result is the same, how often the
+lists are identical, and how often they are the same up to ties (the same scores place by place, the same rows
+above the k-th score: rows tied at the k-th place may differ). The scores of the rows both return are compared
+too (the largest relative difference). Prints a small table (Markdown).
 
-A third row tries the way to one lexical engine: LanceDB's full-text index over the read index's own terms
-(`search.terms`, joined by spaces in a side table) with its whitespace tokenizer and no folding of its own —
-what a `terms` column of the table, indexed so, would answer.
+Lexically both read the `terms` column (search.terms.row_terms): LanceDB's full-text index over it, split on
+spaces and folded no further, is the reference; the read index is its cache.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from datetime import datetime
 from pathlib import Path
 
 DIM = 32
+#: Relative score difference under which two BM25 or cosine scores are the same (float32 sums in two orders).
+SAME = 1e-4
 
 
 def main() -> None:
@@ -33,6 +37,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     print(compare(Path(args.data), args.k, args.queries))
+
+
+Pair = tuple[list[tuple[str, float]], list[tuple[str, float]]]
 
 
 def compare(data: Path, k: int, n_queries: int) -> str:
@@ -57,56 +64,49 @@ def compare(data: Path, k: int, n_queries: int) -> str:
         store.optimize()  # every row in LanceDB's full-text index
         assert store.wait_for_read_index()
         index, table, flt = store.read_index, store.table, Filter()
-        side = _terms_table(Path(tmp) / "side", rows)
-        lexical, dense, same_terms = [], [], []
+        lexical: list[Pair] = []
+        dense: list[Pair] = []
         for q in queries:
-            mine = [r.id for r, _ in index.text_search(q, flt, k)]
-            theirs = [r.id for r, _ in lance.text_search(table, q, flt, k)]
-            lexical.append((mine, theirs))
-            same_terms.append((mine, _search_terms(side, q, k)))
+            lexical.append(([(r.id, s) for r, s in index.text_search(q, flt, k)],
+                            [(r.id, s) for r, s in lance.text_search(table, q, flt, k)]))
             v = [rng.gauss(0, 1) for _ in range(DIM)]
-            dense.append(([r.id for r, _ in index.vector_search(v, flt, k)],
-                          [r.id for r, _ in lance.vector_search(table, v, flt, k)]))
+            dense.append(([(r.id, s) for r, s in index.vector_search(v, flt, k)],
+                          [(r.id, s) for r, s in lance.vector_search(table, v, flt, k)]))
     lines = [f"{len(writes)} notes, {len(queries)} queries, top {k}", "",
-             "| channel | overlap@k | same first | identical lists | read index empty | LanceDB empty |",
-             "|---|---|---|---|---|---|"]
-    for name, pairs in (("lexical", lexical), ("dense", dense), ("lexical, LanceDB over the same terms", same_terms)):
+             "| channel | overlap@k | same first | identical lists | same up to ties | largest score difference "
+             "| read index empty | LanceDB empty |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, pairs in (("lexical (`terms` column)", lexical), ("dense", dense)):
         both = [(a, b) for a, b in pairs if a and b]
-        overlap = sum(len(set(a) & set(b)) / max(len(a), len(b)) for a, b in both) / max(len(both), 1)
-        first = sum(a[0] == b[0] for a, b in both) / max(len(both), 1)
-        same = sum(a == b for a, b in pairs) / len(pairs)
-        lines.append(f"| {name} | {overlap:.3f} | {first:.3f} | {same:.3f} | "
+        ids = [([i for i, _ in a], [i for i, _ in b]) for a, b in both]
+        overlap = sum(len(set(a) & set(b)) / max(len(a), len(b)) for a, b in ids) / max(len(both), 1)
+        first = sum(a[0] == b[0] for a, b in ids) / max(len(both), 1)
+        same = sum([i for i, _ in a] == [i for i, _ in b] for a, b in pairs) / len(pairs)
+        tied = sum(_same_up_to_ties(a, b) for a, b in pairs) / len(pairs)
+        gap = max((_score_gap(a, b) for a, b in both), default=0.0)
+        lines.append(f"| {name} | {overlap:.3f} | {first:.3f} | {same:.3f} | {tied:.3f} | {gap:.1e} | "
                      f"{sum(not a for a, _ in pairs)} | {sum(not b for _, b in pairs)} |")
     return "\n".join(lines)
 
 
-def _terms_table(path: Path, rows: list) -> object:
-    """A LanceDB table of (id, the row's terms joined by spaces) with a full-text index that splits on spaces
-    only and folds nothing: its tokens are exactly `search.terms`'s."""
-    import lancedb
-    import pyarrow as pa
-    from lancedb.index import FTS
-
-    from chronomem.search.readindex import _indexed_terms
-
-    data = pa.table({"id": [r.id for r in rows], "terms": [" ".join(_indexed_terms(r.content, r.kind)) for r in rows]})
-    table = lancedb.connect(str(path)).create_table("t", data=data)
-    table.create_index("terms", config=FTS(base_tokenizer="whitespace", lower_case=False, stem=False,
-                                           remove_stop_words=False, ascii_folding=False, max_token_length=None))
-    return table
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= SAME * max(abs(a), abs(b), 1e-12)
 
 
-def _search_terms(table: object, text: str, k: int) -> list[str]:
-    from lancedb.query import MatchQuery
+def _same_up_to_ties(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+    """The same scores place by place, and the same rows scored above the last place's score."""
+    if len(a) != len(b) or not all(_close(x, y) for (_, x), (_, y) in zip(a, b, strict=True)):
+        return False
+    if not a:
+        return True
+    last = a[-1][1]
+    return {i for i, s in a if s > last and not _close(s, last)} == {i for i, s in b if s > last and not _close(s, last)}
 
-    from chronomem.search.terms import terms
 
-    asked = " ".join(dict.fromkeys(terms(text)))
-    if not asked:
-        return []
-    found = table.search(MatchQuery(asked, "terms"), query_type="fts").limit(k).select(["id", "_score"]).to_list()
-    found.sort(key=lambda row: (-row["_score"], row["id"]))
-    return [row["id"] for row in found]
+def _score_gap(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> float:
+    """The largest relative difference between the two engines' scores of a row both return."""
+    theirs = dict(b)
+    return max((abs(s - theirs[i]) / max(abs(s), 1e-12) for i, s in a if i in theirs), default=0.0)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import pytest
 from chronomem import tools
 from chronomem.embed import FastEmbedder
 from chronomem.records import MemoryRecord, new_id
+from chronomem.search.engine import open_store
 from chronomem.service import MemoryService
 from chronomem.storage import MemoryStore
 from chronomem.storage.backup import list_backups
@@ -230,7 +231,7 @@ def test_a_killed_reembed_finishes_on_the_next_run(tmp_path: Path, embedder: Fas
                                                    int8_embedder: FastEmbedder) -> None:
     """SIGKILL once the first staged part is on disk: the table is untouched, and the rerun embeds only the rest."""
     path = tmp_path / "store"
-    store = MemoryStore.open(path, 384, INT8)
+    store = open_store(path, 384, INT8)  # writes need the tokenizer of the rows' terms
     records = [
         MemoryRecord(id=new_id(), kind="chunk", project="p", content=f"note {i}: service {i % 37} handles queue {i} on port {8000 + i}",
                      valid_at=store_time(i), created_at=store_time(i), source="import", tags=[f"t{i % 5}"])

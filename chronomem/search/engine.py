@@ -18,7 +18,7 @@ from chronomem.config import DEFAULT_READ_INDEX_ROWS
 from chronomem.records import MemoryRecord
 from chronomem.search import lance
 from chronomem.search.candidates import CANDIDATE_POOL, Candidate
-from chronomem.search.terms import mentioned
+from chronomem.search.terms import mentioned, row_terms
 from chronomem.storage import Filter, MemoryStore
 
 Found = list[tuple[MemoryRecord, float]]
@@ -28,8 +28,10 @@ def open_store(
     path: Path | str, dim: int, embed_model: str, read_index_rows: int = DEFAULT_READ_INDEX_ROWS
 ) -> MemoryStore:
     """`MemoryStore.open` with this component's read index (built when the table has at most
-    `read_index_rows` rows; 0 turns it off)."""
-    return MemoryStore.open(path, dim, embed_model, read_index_rows, build_read_index=_build_read_index)
+    `read_index_rows` rows; 0 turns it off) and its tokenizer, which writes each row's `terms`."""
+    return MemoryStore.open(
+        path, dim, embed_model, read_index_rows, build_read_index=_build_read_index, row_terms=row_terms
+    )
 
 
 def _build_read_index(table: object, dim: int, scan_limit: int, spill_dir: Path) -> object:
@@ -47,7 +49,8 @@ def vector_search(store: MemoryStore, vector: Sequence[float], flt: Filter, limi
 
 
 def text_search(store: MemoryStore, text: str, flt: Filter, limit: int, with_vectors: bool = False) -> Found:
-    """Lexical (BM25) matches on `content` among rows passing `flt`; any text is safe (never parsed as syntax)."""
+    """Lexical (BM25) matches of the terms of `text` among rows passing `flt` (the read index and LanceDB answer
+    alike); any text is safe (never parsed as syntax)."""
     return store.answer(
         lambda index: index.text_search(text, flt, limit, with_vectors),
         lambda: lance.text_search(store.table, text, flt, limit, with_vectors),

@@ -1,6 +1,7 @@
 """LanceDB's own searches on the `memories` table: its vector search (the ANN index once the consolidator
-built one, else flat) and its full-text index on `content` (BM25). They answer when the in-memory read index
-cannot (not built yet, past its row limit, or a filter it cannot evaluate).
+built one, else flat) and its full-text index (BM25) on the `terms` column — the reference the in-memory read
+index caches: the same tokens (`terms.row_terms`, split on spaces, folded no further) and the same scores. They
+answer when the read index cannot (not built yet, past its row limit, or a filter it cannot evaluate).
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from chronomem.records import MemoryRecord
+from chronomem.search.terms import query_terms
 from chronomem.storage import Filter
-from chronomem.storage.schema import RESULT_COLUMNS
+from chronomem.storage.schema import RESULT_COLUMNS, TERMS_COLUMN
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +43,17 @@ def vector_search(
 def text_search(
     table: Any, text: str, flt: Filter, limit: int, with_vectors: bool = False
 ) -> list[tuple[MemoryRecord, float]]:
-    """Full-text (BM25) matches on `content` among rows passing `flt`. The query is a plain match query,
-    never parsed as query syntax, so any text is safe."""
+    """Full-text (BM25) matches of the query's terms (`terms.query_terms`) on `terms` among rows passing `flt`.
+
+    The terms, joined by spaces, go in a match query: tokenized by the index's own tokenizer (split on spaces),
+    never parsed as query syntax, so quotes, parentheses, `/ . - :` in paths and names are only characters of a
+    term; a query without terms (stop words, punctuation) finds nothing."""
     from lancedb.query import MatchQuery
 
-    query = table.search(MatchQuery(text, "content"), query_type="fts").limit(limit)
+    asked = query_terms(text)
+    if not asked:
+        return []
+    query = table.search(MatchQuery(" ".join(asked), TERMS_COLUMN), query_type="fts").limit(limit)
     sql = flt.sql()
     if sql:
         query = query.where(sql, prefilter=True)

@@ -5,8 +5,9 @@ search and the filtered full-text search, ~50 ms at 100k rows, each re-reading t
 this copy answers both in a few milliseconds: the filter columns as NumPy arrays, the normalised
 vectors as a `DenseMatrix` (int8 codes in memory, float32 rows spilled to an unnamed file in the store
 directory; its top-k is exact up to 50k rows, above that taken from a shortlist that keeps 99.7% of it), an
-inverted index of the content's terms scored with BM25 (`terms.py`, so code identifiers,
-paths and camelCase are matched whole and split), and the result columns as one Arrow table.
+inverted index of each row's `terms` column scored with BM25 (the column LanceDB's full-text index reads, made
+by `terms.row_terms`, so code identifiers, paths and camelCase are matched whole and split; the same tokens and
+the same scores as LanceDB's), and the result columns as one Arrow table.
 
 Kept in step with the table's version, never trusted blindly:
 - the store applies its own writes as they commit, when the version moved by exactly one (no
@@ -39,7 +40,9 @@ import numpy as np
 
 from chronomem.records import UTC, MemoryRecord
 from chronomem.search.densematrix import DenseMatrix, resized, top_rows
+from chronomem.search.terms import query_terms
 from chronomem.storage.filters import Filter, micros
+from chronomem.storage.schema import TERMS_COLUMN
 
 log = logging.getLogger(__name__)
 
@@ -77,18 +80,15 @@ _OBJECT_COLUMNS = ("reason", "tags", "supersedes", "confidence", "revision_of", 
 SYNC_COLUMNS = ["id", *_TIMES, "salience", *_OBJECT_COLUMNS]
 
 
-def _terms(text: str) -> list[str]:
-    from chronomem.search.terms import terms
+def _row_terms(terms: str | None, content: str, kind: str) -> list[str]:
+    """The terms a row is searched by: its `terms` column split on spaces, as LanceDB's full-text index reads it.
+    A row without (left by a rewrite by storage's own tools, storage/schema.py; LanceDB finds it once the next open
+    with the tokenizer has filled it) is searched by the terms of its content meanwhile."""
+    if terms is not None:
+        return terms.split()
+    from chronomem.search.terms import indexed_terms
 
-    return terms(text)
-
-
-def _indexed_terms(content: str, kind: str) -> list[str]:
-    """The terms a row is searched by. A fact counts each once: its sentence often repeats its subject
-    in the value ("harborview module path:notifications: cmd/notifications/"), which is not emphasis,
-    and BM25 ranked that sibling above the fact a question asked for ("… module owner:notifications: Infra")."""
-    found = _terms(content)
-    return list(dict.fromkeys(found)) if kind == "fact" else found
+    return indexed_terms(content, kind)
 
 
 def _micros_column(table: Any, name: str) -> np.ndarray:
@@ -209,7 +209,8 @@ class ReadIndex:
 
         self.dim = dim
         self._spill_dir = spill_dir
-        self._result_schema = pa.schema([schema.field(name) for name in schema.names if name != "vector"])
+        kept = [name for name in schema.names if name not in ("vector", TERMS_COLUMN)]  # terms: in the postings
+        self._result_schema = pa.schema([schema.field(name) for name in kept])
         self._lock = threading.RLock()
         self._clear()
 
@@ -240,7 +241,8 @@ class ReadIndex:
         self._overrides: dict[int, dict[str, Any]] = {}
         self._built: dict[int, MemoryRecord] = {}  # rows already made into records (no vector), reused
         self._masks: dict[tuple[Any, ...], tuple[int, int, int, int, np.ndarray]] = {}  # see `mask`
-        self._length_sum = 0.0  # BM25's average length is this over the rows (rows never leave the copy)
+        self._length_sum = 0.0  # BM25's average length is this over the documents (rows never leave the copy)
+        self._documents = 0  # rows with at least one term: BM25's document count (LanceDB's index has no others)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -320,8 +322,11 @@ class ReadIndex:
         kinds = data.column("kind").to_pylist()
         self._kind[first:end] = [self._code("kind", k) for k in kinds]
         contents = data.column("content").to_pylist()
-        self._lengths[first:end] = self._postings.add(first, [_indexed_terms(c, k) for c, k in zip(contents, kinds)])
+        held = data.column(TERMS_COLUMN).to_pylist() if TERMS_COLUMN in data.column_names else [None] * count
+        lists = [_row_terms(t, c, k) for t, c, k in zip(held, contents, kinds, strict=True)]
+        self._lengths[first:end] = self._postings.add(first, lists)
         self._length_sum += float(self._lengths[first:end].sum(dtype=np.float64))
+        self._documents += int(np.count_nonzero(self._lengths[first:end]))
         for offset, memory_id in enumerate(ids):
             self._pos[memory_id] = first + offset
         self._ids.extend(ids)
@@ -612,9 +617,11 @@ class ReadIndex:
         `with_terms` each row's bit set of the terms it contains (bit j: term j; None past 64 terms)."""
         n = self._n
         scores = np.zeros(n, dtype=np.float32)
-        alive = max(n, 1)
-        avg_length = (self._length_sum / n if n else 1.0) or 1.0
-        asked = list(dict.fromkeys(_terms(text)))
+        # Counted over the rows that hold a term, as LanceDB's full-text index counts (a row with none is no document)
+        documents = self._documents
+        alive = max(documents, 1)
+        avg_length = (self._length_sum / documents if documents else 1.0) or 1.0
+        asked = query_terms(text)
         holds = np.zeros(n, dtype=np.uint64) if with_terms and len(asked) <= 64 else None
         for j, term in enumerate(asked):
             found = self._postings.postings(term)

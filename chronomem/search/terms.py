@@ -87,6 +87,25 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def indexed_terms(content: str, kind: str) -> list[str]:
+    """The terms a row is searched by. A fact counts each once: its sentence often repeats its subject
+    in the value ("harborview module path:notifications: cmd/notifications/"), which is not emphasis,
+    and BM25 ranked that sibling above the fact a question asked for ("… module owner:notifications: Infra")."""
+    found = terms(content)
+    return list(dict.fromkeys(found)) if kind == "fact" else found
+
+
+def row_terms(content: str, kind: str) -> str:
+    """A row's `terms` column (storage/schema.py): `indexed_terms` joined by spaces. No term holds a space (a term
+    is a run of letters, digits and `_-./:#@+`), so LanceDB's `whitespace` tokenizer gives back exactly these."""
+    return " ".join(indexed_terms(content, kind))
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct terms of a query, in order: what the lexical channel searches for (each term once)."""
+    return list(dict.fromkeys(terms(text)))
+
+
 def _kept(piece: str) -> bool:
     return len(piece) > 1 or piece.isdigit() or not piece.isascii()
 

@@ -37,6 +37,7 @@ from chronomem.storage.schema import (
     memories_schema,
     schema_version,
     stored_model,
+    with_terms,
 )
 
 log = logging.getLogger(__name__)
@@ -209,9 +210,11 @@ def _read_all(table: Any) -> int:
 def _fts_works(table: Any) -> bool:
     from lancedb.query import MatchQuery
 
-    if not any(idx.name == "content_idx" for idx in table.list_indices()):
-        return True  # created again on the next open
-    table.search(MatchQuery("chronomem", "content"), query_type="fts").limit(1).to_list()
+    from chronomem.storage.schema import FTS_INDEX, TERMS_COLUMN
+
+    if not any(idx.name == FTS_INDEX for idx in table.list_indices()):
+        return True  # created again on the next open (a store of schema 1-3: after its migration)
+    table.search(MatchQuery("chronomem", TERMS_COLUMN), query_type="fts").limit(1).to_list()
     return True
 
 
@@ -494,7 +497,8 @@ def repair(path: Path | str) -> Checkup:
     changed = (unreadable > 0 or from_backup > 0 or bool(from_orphans) or merged.num_rows != rows.num_rows
                or _state_differs(rows, merged))
     if changed:
-        table.add(merged.cast(table.schema), mode="overwrite")
+        # rows brought back from an older backup or data file may have no terms: the table is marked for the next open
+        table.add(with_terms(merged.cast(table.schema), None), mode="overwrite")
         source = f" and {from_backup} from the backup {newest.path.name}" if from_backup and newest else ""
         actions.append(
             f"salvaged {rows.num_rows} rows that still read in version {opened}"
@@ -507,9 +511,9 @@ def repair(path: Path | str) -> Checkup:
     try:
         _fts_works(table)
     except Exception:
-        from lancedb.index import FTS
+        from chronomem.storage.schema import create_fts_index
 
-        table.create_index("content", config=FTS(), replace=True)
+        create_fts_index(table)
         actions.append("rebuilt the full-text index")
     if lost:
         actions.append(
@@ -619,6 +623,7 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
         model, dim = stored_model(rows.schema)
         rows = upgrade_rows(rows)  # a backup taken before the store's schema upgrade comes back upgraded
         rows = rows.select(memories_schema(dim, model).names).cast(memories_schema(dim, model))
+        rows = with_terms(rows, None)  # rows without terms (an older backup): marked, filled by the next open
     if table is None:
         table = db.create_table(TABLE_NAME, data=rows)
     elif (rows.schema.metadata or {}).get(SCHEMA_VERSION_KEY) is not None:

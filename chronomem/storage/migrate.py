@@ -22,6 +22,15 @@ Version 2 → 3 (issue 26): the encoding gate's nullable columns (`novelty`, `ev
 pass through `convert_rows` unchanged (a version-2 row has no `cm:` marks) and the overwrite under the new schema
 fills the new columns with nulls.
 
+Version 3 → 4 (issue 28): the `terms` column (storage/schema.py), the row's content as the lexical channel reads
+it, and the full-text index moves from `content` to it. The same steps: the overwrite under the new schema writes
+each row's terms, made by the function the search component handed `MemoryStore.open` (`row_terms`). Opened
+without one (storage's own tools: reembed, a check), the rows get none and the table is marked
+(`schema.TERMS_PENDING_KEY`); the next open that has the function fills them (`fill_terms`: a backup, then one
+overwrite of the same rows with their terms, the mark cleared — the same guarantees: a kill before the commit
+leaves the rows as they were and the next open does it again). A restore of an older backup, a salvage from old
+data files or a repair that brings such rows back marks the table the same way.
+
 `pending` tells a caller (the CLI, which asks first on a terminal) whether opening a store will migrate it.
 """
 
@@ -38,11 +47,14 @@ from chronomem.storage.schema import (
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     TABLE_NAME,
+    TERMS_COLUMN,
     USAGE_TABLE,
+    RowTerms,
     memories_schema,
     schema_version,
     stored_model,
     usage_schema,
+    with_terms,
 )
 
 log = logging.getLogger(__name__)
@@ -123,23 +135,43 @@ def upgrade_rows(rows: Any) -> Any:
         return rows
     model, dim = stored_model(rows.schema)
     converted, _ = convert_rows(rows.to_pylist())
-    return pa.Table.from_pylist(converted, schema=memories_schema(dim, model))
+    return with_terms(pa.Table.from_pylist(converted, schema=memories_schema(dim, model)), None)
 
 
-def migrate(path: Path, db: Any, table: Any) -> None:
-    """Migrate the open older `table` of the store at `path` to this code's schema (see the module)."""
-    import pyarrow as pa
-
-    from chronomem.storage import ledger
+def _backed_up(path: Path, table: Any) -> Any:
+    """Every row of `table` (Arrow), after a backup of them unless one of this very version exists."""
     from chronomem.storage.backup import list_backups, write_backup
-    from chronomem.storage.usage import _row
 
-    found = schema_version(table.schema)
-    log.info("migrating the store at %s from schema %d to %d", path, found, SCHEMA_VERSION)
     version = int(table.version)
     current = table.to_arrow()
     if not any(b.version == version for b in list_backups(path)):
         write_backup(path, current, version)
+    return current
+
+
+def fill_terms(path: Path, db: Any, table: Any, row_terms: RowTerms) -> None:
+    """Give every row of the current-schema `table` that has no `terms` its terms (see the module)."""
+    from chronomem.storage import ledger
+
+    missing = int(table.count_rows(f"{TERMS_COLUMN} IS NULL"))
+    log.info("writing the terms of %d rows of the store at %s", missing, path)
+    current = _backed_up(path, table)
+    data = with_terms(current.cast(table.schema), row_terms)  # the mark goes with the last row without terms
+    filled = db.create_table(TABLE_NAME, data=data, schema=data.schema, mode="overwrite")
+    ledger.rebase(path, int(filled.version), int(filled.count_rows()))
+
+
+def migrate(path: Path, db: Any, table: Any, row_terms: RowTerms | None = None) -> None:
+    """Migrate the open older `table` of the store at `path` to this code's schema (see the module); each row's
+    terms from `row_terms` (None: none, filled by a later open)."""
+    import pyarrow as pa
+
+    from chronomem.storage import ledger
+    from chronomem.storage.usage import _row
+
+    found = schema_version(table.schema)
+    log.info("migrating the store at %s from schema %d to %d", path, found, SCHEMA_VERSION)
+    current = _backed_up(path, table)
     rows, usage = convert_rows(current.to_pylist())
     model, dim = stored_model(table.schema)
     # (2) usage: the same rows however often this runs (kept when there are none to add).
@@ -155,7 +187,7 @@ def migrate(path: Path, db: Any, table: Any) -> None:
             db.create_table(USAGE_TABLE, data=data, schema=usage_schema())
     # (3) memories: one commit under the new schema.
     schema = memories_schema(dim, model)
-    data = pa.Table.from_pylist(rows, schema=schema)
-    migrated = db.create_table(TABLE_NAME, data=data, schema=schema, mode="overwrite")
+    data = with_terms(pa.Table.from_pylist(rows, schema=schema), row_terms)
+    migrated = db.create_table(TABLE_NAME, data=data, schema=data.schema, mode="overwrite")
     ledger.rebase(path, int(migrated.version), int(migrated.count_rows()))
     log.info("store at %s migrated to schema %d (%d rows, %d usage rows)", path, SCHEMA_VERSION, len(rows), len(usage))

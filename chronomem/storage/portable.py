@@ -36,7 +36,7 @@ from chronomem.errors import InvalidInput, NotFound, StoreError
 from chronomem.records import UTC, MemoryRecord, Usage
 from chronomem.storage.filters import Filter
 from chronomem.storage.migrate import split_marks
-from chronomem.storage.schema import RESULT_COLUMNS
+from chronomem.storage.schema import FTS_INDEX, OLD_FTS_INDEX, RESULT_COLUMNS
 from chronomem.storage.store import SCAN_LIMIT, VECTOR_INDEX_NAME, MemoryStore
 
 log = logging.getLogger(__name__)
@@ -385,7 +385,7 @@ def _rebuild_indexes(store: MemoryStore, indexes: Sequence[Any]) -> None:
     store.ensure_indexes()
     table = store._table
     for index in indexes:
-        if index.name == "content_idx" or not index.columns:
+        if index.name in (FTS_INDEX, OLD_FTS_INDEX) or not index.columns:
             continue
         kind = str(index.index_type).upper().replace("LABELLIST", "LABEL_LIST")
         try:

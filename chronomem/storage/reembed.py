@@ -46,7 +46,7 @@ from typing import Any
 from chronomem.errors import StoreError
 from chronomem.storage import ledger
 from chronomem.storage.doctor import error_line, foreign_entries
-from chronomem.storage.schema import SCHEMA_VERSION_KEY, TABLE_NAME, memories_schema, stored_model
+from chronomem.storage.schema import SCHEMA_VERSION_KEY, TABLE_NAME, memories_schema, stored_model, with_terms
 from chronomem.storage.store import SCAN_LIMIT, VECTOR_INDEX_NAME, MemoryStore
 
 log = logging.getLogger(__name__)
@@ -419,6 +419,7 @@ def _swap(path: Path, store: MemoryStore, embed: Embed, target: str, dim: int, s
     carried = [name for name in schema.names if name not in ("vector", "embed_model")]
     if not moved.select(carried).equals(live.select(carried)):  # never: but a swap must not change a memory
         raise StoreError(f"re-embedding {path} would change more than the vectors; nothing was written")
+    moved = with_terms(moved, None)  # rows the store held without terms stay marked for the next open to fill
     store._guard(lambda: table.add(moved, mode="overwrite"))
     version = int(table.version)
     ledger.acknowledge(path, version, int(table.count_rows()))

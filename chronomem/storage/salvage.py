@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chronomem.storage.schema import TABLE_NAME
+from chronomem.storage.schema import TABLE_NAME, with_terms
 
 DROPPED_NAME = ".dropped.json"
 _LOCK_NAME = ".dropped.lock"
@@ -330,7 +330,7 @@ def rebuild(store: Path | str, actions: list[str], connect: Callable[[Path], Any
     aside = Path(store) / quarantine / stamp
     aside.mkdir(parents=True, exist_ok=True)
     shutil.move(str(Path(store) / f"{TABLE_NAME}.lance"), str(aside / f"{TABLE_NAME}.lance"))
-    table = connect(Path(store)).create_table(TABLE_NAME, data=rows)
+    table = connect(Path(store)).create_table(TABLE_NAME, data=with_terms(rows, None))  # old files: terms marked pending
     actions.append(
         f"no manifest was left: moved the table directory to {aside.relative_to(store)} and made the table again "
         f"from its {len(raw)} readable data files ({rows.num_rows} memories)"

@@ -9,19 +9,32 @@ Version 3 (issue 26) adds the encoding gate's write-time signals of a chunk (con
 `event_salience` (shown as `salience`; the `salience` column stays the reinforced ranking weight), `prediction_error`
 and the decision `gate` (`kept` or `demoted`; a skipped write leaves no row). All nullable: rows written before
 version 3, and facts, have none.
+Version 4 (issue 28) adds `terms`: the row's content as the lexical channel reads it (`search.terms`, a fact's
+terms once, joined by spaces), written with every row and indexed by LanceDB's full-text index split on spaces
+with no folding of its own (`FTS_INDEX`), so LanceDB's BM25 and the read index's score the same tokens alike.
+Storage does not tokenize: the search component hands `MemoryStore.open` the function (`RowTerms`), and a store
+opened without it refuses to write new rows. Nullable: a rewrite of the whole table by storage's own tools
+(a migration, reembed, a restore, a salvage or repair) leaves rows it cannot tokenize without terms and marks the
+table's metadata (`TERMS_PENDING_KEY`); the next open that has the function fills them and clears the mark — no
+scan of the column at every open (~0.1-0.5 s at 200k rows).
 
-storage/migrate.py brings a version-1 or version-2 store forward.
+storage/migrate.py brings a store of version 1, 2 or 3 forward.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pyarrow as pa
 
 TABLE_NAME = "memories"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 USAGE_TABLE = "usage"
 SCHEMA_VERSION_KEY = b"chronomem.schema_version"
 EMBED_MODEL_KEY = b"chronomem.embed_model"
+#: Set in the metadata of a table some of whose rows have no `terms` yet (see the module).
+TERMS_PENDING_KEY = b"chronomem.terms_pending"
 
 _TIME = pa.timestamp("us", tz="UTC")
 ANCHOR_TYPE = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("blob", pa.string())]))
@@ -29,6 +42,11 @@ ANCHOR_TYPE = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("blob"
 VALIDITY_COLUMNS = ("invalid_at", "expired_at", "reason")
 #: What `chronomem reembed` rewrites on every row: the declared exception to write-once.
 REEMBED_COLUMNS = ("vector", "embed_model")
+#: The column the full-text index reads, and that index's name (the index on `content` of versions 1-3 was
+#: `content_idx`; nothing reads it any more, and opening a store drops it).
+TERMS_COLUMN = "terms"
+FTS_INDEX = "terms_idx"
+OLD_FTS_INDEX = "content_idx"
 
 
 def memories_schema(dim: int, embed_model: str) -> pa.Schema:
@@ -64,6 +82,7 @@ def memories_schema(dim: int, embed_model: str) -> pa.Schema:
             pa.field("event_salience", pa.float32()),
             pa.field("prediction_error", pa.float32()),
             pa.field("gate", pa.string()),
+            pa.field(TERMS_COLUMN, pa.string()),
         ],
         metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode(), EMBED_MODEL_KEY: embed_model.encode()},
     )
@@ -95,8 +114,8 @@ def schema_version(schema: pa.Schema) -> int:
         return 1
 
 
-#: Columns returned by searches: everything but the vector, which no caller reads back.
-RESULT_COLUMNS = [f for f in memories_schema(1, "").names if f != "vector"]
+#: Columns returned by searches: everything but the vector and the terms, which no caller reads back.
+RESULT_COLUMNS = [f for f in memories_schema(1, "").names if f not in ("vector", TERMS_COLUMN)]
 
 
 def stored_model(schema: pa.Schema) -> tuple[str, int]:
@@ -104,3 +123,52 @@ def stored_model(schema: pa.Schema) -> tuple[str, int]:
     (set at creation, and by `chronomem reembed`); `?` when its metadata names none."""
     name = (schema.metadata or {}).get(EMBED_MODEL_KEY, b"?").decode() or "?"
     return name, int(schema.field("vector").type.list_size)
+
+
+def create_fts_index(table: Any) -> None:
+    """(Re)build LanceDB's full-text index on `terms`: split on spaces (`whitespace`), no case folding,
+    stemming, stop words, ASCII folding or length limit of its own, so its tokens are exactly the terms the
+    search component wrote and its BM25 scores what the read index scores (eval/results/engines.md)."""
+    from lancedb.index import FTS
+
+    config = FTS(
+        base_tokenizer="whitespace",
+        lower_case=False,
+        stem=False,
+        remove_stop_words=False,
+        ascii_folding=False,
+        max_token_length=None,
+    )
+    table.create_index(TERMS_COLUMN, config=config, replace=True, name=FTS_INDEX)
+
+
+#: A row's terms from its (content, kind): `search.terms.row_terms`, handed to `MemoryStore.open` by the search
+#: component (storage does not tokenize).
+RowTerms = Callable[[str, str], str]
+
+
+def with_terms(data: pa.Table, row_terms: RowTerms | None) -> pa.Table:
+    """`data` (rows of this schema, or of an older one without the column) with `terms` set on every row that has
+    none, from its content and kind (without `row_terms` those rows keep none); its schema's metadata, when it has
+    any, marks whether rows without terms remain (`TERMS_PENDING_KEY`)."""
+    if TERMS_COLUMN not in data.column_names:
+        data = data.append_column(pa.field(TERMS_COLUMN, pa.string()), pa.nulls(data.num_rows, pa.string()))
+    column = data.column(TERMS_COLUMN)
+    if row_terms is not None and column.null_count:
+        held = column.to_pylist()
+        contents, kinds = data.column("content").to_pylist(), data.column("kind").to_pylist()
+        filled = [row_terms(c, k) if t is None else t for t, c, k in zip(held, contents, kinds, strict=True)]
+        position = data.schema.get_field_index(TERMS_COLUMN)
+        data = data.set_column(position, data.schema.field(TERMS_COLUMN), pa.array(filled, type=pa.string()))
+    metadata = dict(data.schema.metadata or {})
+    if not metadata:
+        return data
+    metadata.pop(TERMS_PENDING_KEY, None)
+    if data.column(TERMS_COLUMN).null_count:
+        metadata[TERMS_PENDING_KEY] = b"1"
+    return data.replace_schema_metadata(metadata)
+
+
+def terms_pending(schema: pa.Schema) -> bool:
+    """Whether a table of this schema has rows without `terms` (marked by `with_terms`)."""
+    return TERMS_PENDING_KEY in (schema.metadata or {})

@@ -13,6 +13,11 @@ are taken from the table). `chronomem reembed` is the one declared exception (it
 `embed_model`, storage/reembed.py). What changes after a write lives in the `usage` side table
 (storage/usage.py), which every read attaches to the rows it returns (`MemoryRecord.with_usage`).
 Opening a store of an older schema migrates it first (storage/migrate.py); a newer one is refused.
+
+Every row carries its `terms` (schema.py), computed by the function the search component hands `open`
+(`row_terms`): LanceDB's full-text index reads that column, split on spaces and folded no further, so it scores
+exactly what the read index scores. Opening with that function also fills the terms of rows that have none (a
+store migrated, restored or salvaged without it).
 """
 
 from __future__ import annotations
@@ -36,14 +41,21 @@ from chronomem.storage.doctor import error_line, foreign_entries, recovery_hint,
 from chronomem.storage.filters import Filter
 from chronomem.storage.locks import WRITE_LOCK_NAME, store_lock
 from chronomem.storage.schema import (
+    FTS_INDEX,
+    OLD_FTS_INDEX,
     RESULT_COLUMNS,
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     TABLE_NAME,
+    TERMS_COLUMN,
     VALIDITY_COLUMNS,
+    RowTerms,
+    create_fts_index,
     memories_schema,
     schema_version,
     stored_model,
+    terms_pending,
+    with_terms,
 )
 
 _Found = TypeVar("_Found")
@@ -86,8 +98,6 @@ LANCE_CACHE_BEHIND_INDEX = 16 * 2**20
 #: How often opening a store in object storage retries when another process's commit (creating the table or its
 #: index) conflicts with its own: 8 servers opening a fresh store at once took up to 4 tries under the lease.
 OPEN_ATTEMPTS = 6
-#: Name of the full-text index LanceDB gives the index on `content` (`ensure_indexes`).
-FTS_INDEX_NAME = "content_idx"
 #: Name of the ANN index on `vector` the consolidator builds once the table is large.
 VECTOR_INDEX_NAME = "vector_idx"
 
@@ -104,8 +114,11 @@ class MemoryStore:
         read_index_rows: int = 0,
         build_read_index: BuildReadIndex | None = None,
         dataset: Any = None,
+        row_terms: RowTerms | None = None,
     ) -> None:
         self.path = path
+        #: A row's `terms` from its content and kind (None: rows are written without, and the next open with it fills them).
+        self.row_terms = row_terms
         #: Whether the store is in object storage: no local files beside the table (ledger, spill file, locks).
         self.remote = is_remote(path)
         self._opened = table  # the LanceDB table (`_handle`; None: opened at its first use, see `_open_quick`)
@@ -153,7 +166,7 @@ class MemoryStore:
                             TABLE_NAME, schema=memories_schema(self.dim, self.embed_model), exist_ok=True
                         )
                     if not _has_fts(table):
-                        _create_fts(table)
+                        create_fts_index(table)
                     self._commits.v2_names = _uses_v2_names(table)
                     self._opened, self._dataset = table, None
                 handle = self._opened
@@ -191,6 +204,7 @@ class MemoryStore:
         embed_model: str,
         read_index_rows: int = DEFAULT_READ_INDEX_ROWS,
         build_read_index: BuildReadIndex | None = None,
+        row_terms: RowTerms | None = None,
     ) -> MemoryStore:
         """Open the store at `path`, creating it (and the directory) if it does not exist.
 
@@ -199,12 +213,15 @@ class MemoryStore:
         table of at most `OPEN_BUILD_ROWS` rows; a larger one's build is started by the first search, on a
         background thread (searches go to LanceDB until it is ready), so a starting server's first recall
         does not share the cores with a build of several seconds.
+
+        `row_terms` (the search component's, `search.terms.row_terms`) makes each written row's `terms`; with it,
+        rows that have none are given theirs here, under the write lock (one commit, as a migration).
         """
         os.environ.setdefault("LANCE_LOG", "error")
         # LanceDB warns on stderr about a future change of its index statistics: quiet by default
         os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
         if is_remote(path):
-            return cls._open_remote(path, dim, embed_model, read_index_rows, build_read_index)  # type: ignore[arg-type]
+            return cls._open_remote(path, dim, embed_model, read_index_rows, build_read_index, row_terms)  # type: ignore[arg-type]
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise StoreError(f"store path {path} is a file, not a directory: pass --store with a directory")
@@ -218,7 +235,7 @@ class MemoryStore:
                 f"{path} is not a chronomem store (it holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}): "
                 "point --store / CHRONOMEM_HOME at an empty directory or an existing store"
             )
-        quick = cls._open_quick(path, dim, embed_model, read_index_rows, build_read_index)
+        quick = cls._open_quick(path, dim, embed_model, read_index_rows, build_read_index, row_terms)
         if quick is not None:
             return quick
         try:
@@ -226,17 +243,13 @@ class MemoryStore:
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
                 cls._check_schema(path, table.schema, dim)
-                if schema_version(table.schema) < SCHEMA_VERSION:
+                if _needs_upgrade(table, row_terms):
                     from filelock import FileLock
-
-                    from chronomem.storage.migrate import migrate
 
                     # Under the store's write lock (service.WRITE_LOCK_NAME): no write of another process lands
                     # between the migration's read and its overwrite, and one process migrates, not two.
                     with FileLock(str(path / WRITE_LOCK_NAME)):
-                        table = db.open_table(TABLE_NAME)
-                        if schema_version(table.schema) < SCHEMA_VERSION:
-                            migrate(path, db, table)
+                        _upgrade(path, db, db.open_table(TABLE_NAME), row_terms)
                     table = db.open_table(TABLE_NAME)
             else:
                 table = db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
@@ -248,7 +261,7 @@ class MemoryStore:
                 raise known from exc
             raise StoreError(f"cannot open the store at {path} ({error_line(exc)}): {recovery_hint(path)}") from exc
         _check_ledger(path, int(table.version), int(table.count_rows()))
-        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
+        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms=row_terms)
         store._session = session
         store.ensure_indexes()
         store._first_read_index()
@@ -265,20 +278,36 @@ class MemoryStore:
 
     @classmethod
     def _open_quick(
-        cls, path: Path, dim: int, embed_model: str, read_index_rows: int, build_read_index: BuildReadIndex | None
+        cls,
+        path: Path,
+        dim: int,
+        embed_model: str,
+        read_index_rows: int,
+        build_read_index: BuildReadIndex | None,
+        row_terms: RowTerms | None,
     ) -> MemoryStore | None:
         """Open an existing local store that needs nothing but reading, through pylance alone: its schema, version
         and row count, and the read index built from one scan, while the LanceDB table (whose import is ~1.5 s of
         a starting server's CPU, `lance`'s ~0.3 s) opens at its first use — a write, or a search the read index
         cannot answer. So a server's first recall does not wait for LanceDB. None when the store needs more
         (creating, migrating, indexing, a table too large for a read index built at open, files pylance cannot
-        read): `open` then does it all through LanceDB, and reports what is wrong."""
+        read, rows whose terms are still to be filled): `open` then does it all through LanceDB, and reports what
+        is wrong."""
         versions = path / f"{TABLE_NAME}.lance" / "_versions"
         if read_index_rows <= 0 or build_read_index is None:
             return None
         if not versions.parent.exists():  # a new store: its table is created by its first write
             _check_ledger(path, 0, 0)
-            store = cls(path, None, dim, embed_model, read_index_rows, build_read_index, _Unwritten(dim, embed_model))
+            store = cls(
+                path,
+                None,
+                dim,
+                embed_model,
+                read_index_rows,
+                build_read_index,
+                _Unwritten(dim, embed_model),
+                row_terms=row_terms,
+            )
             store._first_read_index()
             return store
         if not versions.is_dir():
@@ -287,9 +316,13 @@ class MemoryStore:
             import lance  # pylance: the format library LanceDB is built on
 
             dataset = lance.dataset(str(versions.parent))
-            current = schema_version(dataset.schema) == SCHEMA_VERSION and FTS_INDEX_NAME in {
-                index.name for index in dataset.describe_indices()
-            }
+            indexes = {index.name for index in dataset.describe_indices()}
+            current = (
+                schema_version(dataset.schema) == SCHEMA_VERSION
+                and not terms_pending(dataset.schema)
+                and FTS_INDEX in indexes
+                and OLD_FTS_INDEX not in indexes
+            )
             rows = int(dataset.count_rows())
         except Exception:
             log.debug("quick open of %s failed; opening through LanceDB", path, exc_info=True)
@@ -298,13 +331,19 @@ class MemoryStore:
             return None
         cls._check_schema(path, dataset.schema, dim)
         _check_ledger(path, int(dataset.version), rows)
-        store = cls(path, None, dim, embed_model, read_index_rows, build_read_index, dataset=dataset)
+        store = cls(path, None, dim, embed_model, read_index_rows, build_read_index, dataset=dataset, row_terms=row_terms)
         store._first_read_index()
         return store
 
     @classmethod
     def _open_remote(
-        cls, path: Any, dim: int, embed_model: str, read_index_rows: int, build_read_index: BuildReadIndex | None
+        cls,
+        path: Any,
+        dim: int,
+        embed_model: str,
+        read_index_rows: int,
+        build_read_index: BuildReadIndex | None,
+        row_terms: RowTerms | None,
     ) -> MemoryStore:
         """Open (or create) a store in object storage. Creating the table, its index or migrating it happens under
         the store's write lease (storage/remote.py), so servers starting at once on a fresh store take turns; a
@@ -317,14 +356,14 @@ class MemoryStore:
             try:
                 db, session = _connect(path)
                 table = db.open_table(TABLE_NAME) if TABLE_NAME in db.list_tables().tables else None
-                if table is None or schema_version(table.schema) < SCHEMA_VERSION or not _has_fts(table):
+                if table is None or _needs_upgrade(table, row_terms) or not _has_fts(table):
                     with store_lock(path, WRITE_LOCK_NAME):
-                        table = cls._open_table(path, db, dim, embed_model)
-                        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
+                        table = cls._open_table(path, db, dim, embed_model, row_terms)
+                        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms)
                         store.ensure_indexes()
                 else:
                     cls._check_schema(path, table.schema, dim)
-                    store = cls(path, table, dim, embed_model, read_index_rows, build_read_index)
+                    store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms)
                 store._session = session
                 store._first_read_index()
                 return store
@@ -340,16 +379,15 @@ class MemoryStore:
         raise explain(path, last) from last
 
     @classmethod
-    def _open_table(cls, path: Any, db: Any, dim: int, embed_model: str) -> Any:
-        """The `memories` table, created if missing and migrated if older (callers hold the write lock)."""
+    def _open_table(cls, path: Any, db: Any, dim: int, embed_model: str, row_terms: RowTerms | None) -> Any:
+        """The `memories` table, created if missing, migrated if older and its missing terms filled (callers hold
+        the write lock)."""
         if TABLE_NAME not in db.list_tables().tables:
             return db.create_table(TABLE_NAME, schema=memories_schema(dim, embed_model), exist_ok=True)
         table = db.open_table(TABLE_NAME)
         cls._check_schema(path, table.schema, dim)
-        if schema_version(table.schema) < SCHEMA_VERSION:
-            from chronomem.storage.migrate import migrate
-
-            migrate(path, db, table)
+        if _needs_upgrade(table, row_terms):
+            _upgrade(path, db, table, row_terms)
             table = db.open_table(TABLE_NAME)
         return table
 
@@ -531,13 +569,18 @@ class MemoryStore:
         return int((self._table.schema.metadata or {}).get(SCHEMA_VERSION_KEY, b"0"))
 
     def ensure_indexes(self) -> None:
-        """Create the full-text index on `content` when missing (rows added later are searched flat)."""
-        if not _has_fts(self._table):
-            _create_fts(self._table)
+        """Create the full-text index on `terms` when missing (rows added later are searched flat), and drop the one
+        on `content` a store of schema 1-3 had, which nothing reads (`schema.create_fts_index`: the terms as they
+        are, so its tokens and BM25 scores are the read index's)."""
+        names = {idx.name for idx in self._table.list_indices()}
+        if OLD_FTS_INDEX in names:
+            self._table.drop_index(OLD_FTS_INDEX)
+        if FTS_INDEX not in names:
+            create_fts_index(self._table)
 
     def unindexed_rows(self) -> int:
         """Rows the full-text index does not cover yet (searched flat, so slower)."""
-        stats = self._table.index_stats(FTS_INDEX_NAME)
+        stats = self._table.index_stats(FTS_INDEX)
         return int(stats.num_unindexed_rows) if stats is not None else self.count()
 
     def optimize(self, retention: timedelta = VERSION_RETENTION) -> None:
@@ -587,7 +630,18 @@ class MemoryStore:
 
         schema = memories_schema(self.dim, self.embed_model)
         rows = [r.to_row() for r in records]
-        return pa.Table.from_pylist(rows, schema=schema)
+        return self._with_terms(pa.Table.from_pylist(rows, schema=schema))
+
+    def _with_terms(self, data: Any) -> Any:
+        """`data` (rows to write) with every row's terms; refused when some would have none (this store was opened
+        without the search component's `row_terms`: LanceDB's full-text index could not find them)."""
+        data = with_terms(data, self.row_terms)
+        if data.column(TERMS_COLUMN).null_count:
+            raise StoreError(
+                "this store was opened without a tokenizer for the rows' terms (search.engine.open_store hands it "
+                "one): new rows cannot be written"
+            )
+        return data
 
     def add(self, records: Sequence[MemoryRecord]) -> None:
         """Append new rows in one commit."""
@@ -608,7 +662,7 @@ class MemoryStore:
             for name in schema.names:  # columns a bulk load may leave out (anchors, conflicts): empty
                 if name not in table.column_names:
                     table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
-            data = table.select(schema.names).cast(schema)
+            data = self._with_terms(table.select(schema.names).cast(schema))
             self._commit(data, lambda: self._table.add(data))
 
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
@@ -636,7 +690,7 @@ class MemoryStore:
                     )
                 row = {**old, **{name: row[name] for name in VALIDITY_COLUMNS}}
             rows.append(row)
-        data = pa.Table.from_pylist(rows, schema=schema)
+        data = self._with_terms(pa.Table.from_pylist(rows, schema=schema))
         merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
         self._commit(data, lambda: merge.execute(data))
 
@@ -903,12 +957,6 @@ def _check_ledger(path: Path, version: int, rows: int) -> None:
         raise StoreError(f"the store at {path} has lost acknowledged writes: {lost}; {recovery_hint(path)}")
 
 
-def _create_fts(table: Any) -> None:
-    from lancedb.index import FTS
-
-    table.create_index("content", config=FTS(), replace=True)
-
-
 class _Unwritten:
     """The table of a new store before its first write, as a read index's build reads it (`_open_quick`)."""
 
@@ -925,7 +973,25 @@ class _Unwritten:
 
 
 def _has_fts(table: Any) -> bool:
-    return FTS_INDEX_NAME in {idx.name for idx in table.list_indices()}
+    names = {idx.name for idx in table.list_indices()}
+    return FTS_INDEX in names and OLD_FTS_INDEX not in names
+
+
+def _needs_upgrade(table: Any, row_terms: RowTerms | None) -> bool:
+    """Whether opening `table` must migrate it (an older schema), or can fill terms rows lack (with `row_terms`;
+    the table's metadata says so: no scan)."""
+    return schema_version(table.schema) < SCHEMA_VERSION or (row_terms is not None and terms_pending(table.schema))
+
+
+def _upgrade(path: Any, db: Any, table: Any, row_terms: RowTerms | None) -> None:
+    """Migrate `table` if it is older, else fill the terms its rows lack (callers hold the write lock; each is
+    checked again under it: another process may have done it meanwhile)."""
+    from chronomem.storage.migrate import fill_terms, migrate
+
+    if schema_version(table.schema) < SCHEMA_VERSION:
+        migrate(path, db, table, row_terms)
+    elif row_terms is not None and terms_pending(table.schema):
+        fill_terms(path, db, table, row_terms)
 
 
 def _conflict(exc: BaseException) -> bool:

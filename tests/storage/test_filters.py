@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.search.engine import open_store
 from chronomem.storage import Filter, MemoryStore
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -18,7 +19,7 @@ text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_ch
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> MemoryStore:
-    s = MemoryStore.open(Path(tmp_path_factory.mktemp("filters")), 2, "test")
+    s = open_store(Path(tmp_path_factory.mktemp("filters")), 2, "test")
     s.add([_row("bystander"), _row("'"), _row("\\"), _row("' OR '1'='1")])
     return s
 

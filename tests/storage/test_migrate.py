@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from chronomem.config import Settings
+from chronomem.config import DEFAULT_READ_INDEX_ROWS, Settings
 from chronomem.errors import StoreError
 from chronomem.service import MemoryService
 from chronomem.storage import MemoryStore
@@ -74,7 +74,8 @@ def test_opening_a_v1_store_migrates_it_and_recall_finds_its_notes(v1: Path, emb
     assert check(v1).ok and check(v1).schema == SCHEMA_VERSION
 
 
-def test_a_migration_killed_before_its_last_commit_resumes(v1: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def killing_the_overwrite(monkeypatch: pytest.MonkeyPatch) -> object:
+    """Make the migration's overwrite of `memories` die as a killed process would; returns what undoes it."""
     import lancedb.db
 
     real = lancedb.db.LanceDBConnection.create_table
@@ -85,10 +86,15 @@ def test_a_migration_killed_before_its_last_commit_resumes(v1: Path, monkeypatch
         return real(self, name, *args, **kwargs)
 
     monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", dies_on_memories)
+    return lambda: monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", real)
+
+
+def test_a_migration_killed_before_its_last_commit_resumes(v1: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    revive = killing_the_overwrite(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         MemoryStore.open(v1, 384, "m", read_index_rows=0)
     assert pending(v1) == 1, "still schema 1: the overwrite is one commit"
-    monkeypatch.setattr(lancedb.db.LanceDBConnection, "create_table", real)
+    revive()
     store = MemoryStore.open(v1, 384, "m", read_index_rows=0)
     assert schema_version(store.table.schema) == SCHEMA_VERSION and store.count() == 6
     assert len(list_backups(v1)) == 1, "the backup of that v1 version is not taken twice"
@@ -143,6 +149,17 @@ def test_a_backup_from_before_the_upgrade_restores_upgraded(v1: Path) -> None:
     assert len(rows) == 6 and rows[DEPLOY]["anchors"] == [{"path": "deploy/fabfile.py", "blob": BLOB}]
     assert not [t for r in rows.values() for t in r["tags"] if t.startswith("cm:")]
     assert check(v1).ok and check(v1).schema == SCHEMA_VERSION
+    # the schema-1 rows came back without terms, the table marked so; the next open with the tokenizer fills them
+    import lancedb
+
+    from chronomem.search.engine import open_store
+    from chronomem.search.terms import row_terms
+    from chronomem.storage.schema import terms_pending
+
+    assert terms_pending(lancedb.connect(str(v1)).open_table(TABLE_NAME).schema)
+    store = open_store(v1, 384, "m", read_index_rows=0)
+    assert not terms_pending(store.table.schema)
+    assert all(r["terms"] == row_terms(r["content"], r["kind"]) for r in raw_rows(v1).values()) and len(raw_rows(v1)) == 6
 
 
 GATE_COLUMNS = ("novelty", "event_salience", "prediction_error", "gate")
@@ -158,19 +175,19 @@ def test_a_schema_2_store_opens_with_the_gate_columns_null_and_new_writes_fill_t
 
     store_dir = tmp_path / "store"
     full = memories_schema(384, embedder.name)
-    v2 = pa.schema([f for f in full if f.name not in GATE_COLUMNS], metadata={**full.metadata, SCHEMA_VERSION_KEY: b"2"})
+    v2 = pa.schema([f for f in full if f.name not in (*GATE_COLUMNS, "terms")], metadata={**full.metadata, SCHEMA_VERSION_KEY: b"2"})
     vector = embedder.embed(["The nightly backup job writes to the cold-storage bucket."])[0]
     old = MemoryRecord(
         id="01HZ9TV5P097151W18CVZH0BAAA", kind="chunk", project="proj", content="The nightly backup job writes to the cold-storage bucket.",
         valid_at=clock(), created_at=clock(), vector=vector, embed_model=embedder.name, tags=["ops"],
     )
-    row = {k: v for k, v in old.to_row().items() if k not in GATE_COLUMNS}
+    row = {k: v for k, v in old.to_row().items() if k in v2.names}
     lancedb.connect(str(store_dir)).create_table(TABLE_NAME, data=pa.Table.from_pylist([row], schema=v2), schema=v2)
     assert pending(store_dir) == 2
 
     clock.advance(hours=1)
     svc = MemoryService(Settings(store_path=store_dir, model_path=model_dir(), project="proj"), embedder=embedder, clock=clock)
-    assert schema_version(svc.store.table.schema) == SCHEMA_VERSION == 3 and pending(store_dir) is None
+    assert schema_version(svc.store.table.schema) == SCHEMA_VERSION and pending(store_dir) is None
     stored = raw_rows(store_dir)[old.id]
     assert stored["content"] == old.content and stored["tags"] == ["ops"]
     assert all(stored[c] is None for c in GATE_COLUMNS)
@@ -179,3 +196,120 @@ def test_a_schema_2_store_opens_with_the_gate_columns_null_and_new_writes_fill_t
     new = remember(svc, "Bumped the cold-storage bucket's retention from 30 to 90 days (ticket OPS-4411).")
     written = raw_rows(store_dir)[new.id]
     assert written["gate"] == "kept" and all(written[c] is not None for c in GATE_COLUMNS[:3])
+
+
+# ---------------------------------------------------------------- version 3 → 4: the `terms` column (issue 28)
+V3_NOTES = [
+    ("chunk", "The payments-api listens on port 8443; config in deploy/payments/values.yaml."),
+    ("fact", "payments-api port: 8443 (payments-api)"),  # a fact's repeated words count once
+    ("chunk", "השרת רץ על פורט 8080 ואת הסיסמה שומרים בכספת"),
+    ("chunk", "الخادم يعمل على المنفذ 8080 في بيئة الاختبار"),
+    ("chunk", "服务器 运行 在 端口 9090"),
+    ("chunk", "parseHTTPDate lives in src/util/http_dates.py."),
+]
+
+
+def make_v3_store(store_dir: Path, embedder, clock) -> list[str]:
+    """A store as the schema-3 code wrote it: no `terms` column, the full-text index on `content` with LanceDB's
+    default tokenizer (what `ensure_indexes` made), two commits of rows. Returns their ids."""
+    import lancedb
+    from lancedb.index import FTS
+
+    from chronomem.records import MemoryRecord, new_id
+
+    full = memories_schema(384, embedder.name)
+    v3 = pa.schema([f for f in full if f.name != "terms"], metadata={**full.metadata, SCHEMA_VERSION_KEY: b"3"})
+    vectors = embedder.embed([text for _, text in V3_NOTES])
+    records = []
+    for (kind, text), vector in zip(V3_NOTES, vectors, strict=True):
+        clock.advance(minutes=1)
+        records.append(MemoryRecord(id=new_id(clock()), kind=kind, project="proj", content=text, valid_at=clock(),
+                                    created_at=clock(), vector=vector, embed_model=embedder.name,
+                                    subject="payments-api" if kind == "fact" else None,
+                                    predicate="port" if kind == "fact" else None,
+                                    object="8443" if kind == "fact" else None))
+    rows = [{k: v for k, v in r.to_row().items() if k in v3.names} for r in records]
+    table = lancedb.connect(str(store_dir)).create_table(TABLE_NAME, data=pa.Table.from_pylist(rows[:3], schema=v3), schema=v3)
+    table.add(pa.Table.from_pylist(rows[3:], schema=v3))
+    table.create_index("content", config=FTS(), replace=True)
+    return [r.id for r in records]
+
+
+def test_a_schema_3_store_gets_every_row_s_terms_and_the_index_moves_to_them(tmp_path: Path, embedder, clock) -> None:
+    from chronomem.search.terms import row_terms
+    from chronomem.storage.schema import FTS_INDEX, OLD_FTS_INDEX
+
+    store_dir = tmp_path / "store"
+    ids = make_v3_store(store_dir, embedder, clock)
+    before = raw_rows(store_dir)
+    assert pending(store_dir) == 3 and "terms" not in next(iter(before.values()))
+
+    clock.advance(hours=1)
+    svc = MemoryService(Settings(store_path=store_dir, model_path=model_dir(), project="proj"), embedder=embedder, clock=clock)
+    assert schema_version(svc.store.table.schema) == SCHEMA_VERSION and pending(store_dir) is None
+    assert [b.version for b in list_backups(store_dir)], "a backup of the v3 table comes first"
+    after = raw_rows(store_dir)
+    assert sorted(after) == sorted(ids) == sorted(before), "no row lost or added"
+    for memory_id, row in after.items():
+        assert {k: v for k, v in row.items() if k != "terms"} == before[memory_id], "every other value kept"
+        assert row["terms"] == row_terms(row["content"], row["kind"]) and row["terms"]
+    fact = after[ids[1]]
+    assert fact["terms"].split().count("payments-api") == 1
+    indexes = {idx.name for idx in svc.store.table.list_indices()}
+    assert FTS_INDEX in indexes and OLD_FTS_INDEX not in indexes, "the index on content, which nothing reads, is gone"
+    for word, wanted in (("בכספת", ids[2]), ("المنفذ", ids[3]), ("端口", ids[4]), ("src/util/http_dates.py", ids[5])):
+        found = recall(svc, word)
+        assert found.results and found.results[0].id == wanted, word
+        assert "lexical" in found.results[0].channels, word
+    assert check(store_dir).ok and check(store_dir).schema == SCHEMA_VERSION
+
+
+def test_a_schema_3_migration_killed_before_its_commit_resumes(tmp_path: Path, embedder, clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.search.engine import open_store
+
+    store_dir = tmp_path / "store"
+    ids = make_v3_store(store_dir, embedder, clock)
+    revive = killing_the_overwrite(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        open_store(store_dir, 384, embedder.name, read_index_rows=0)
+    assert pending(store_dir) == 3 and sorted(raw_rows(store_dir)) == sorted(ids), "still schema 3, every row there"
+    revive()
+    store = open_store(store_dir, 384, embedder.name, read_index_rows=0)
+    assert schema_version(store.table.schema) == SCHEMA_VERSION and store.count() == len(ids)
+    assert len(list_backups(store_dir)) == 1, "the backup of that v3 version is not taken twice"
+    assert all(r["terms"] for r in raw_rows(store_dir).values())
+
+
+@pytest.mark.parametrize("read_index_rows", [0, DEFAULT_READ_INDEX_ROWS], ids=["lancedb-answers", "read-index"])
+def test_a_store_migrated_by_storage_alone_gets_its_terms_at_the_next_open_with_the_tokenizer(
+    tmp_path: Path, embedder, clock, read_index_rows: int
+) -> None:
+    """Storage alone (reembed, a check) opens a schema-3 store without the tokenizer: the migration keeps every
+    row, without terms, and marks the table; the next open through the search component fills them and clears
+    the mark. A store without the tokenizer refuses new rows rather than write rows LanceDB cannot find."""
+    from chronomem.records import MemoryRecord, new_id
+    from chronomem.search.engine import open_store, text_search
+    from chronomem.search.terms import row_terms
+    from chronomem.storage import Filter
+    from chronomem.storage.schema import terms_pending
+
+    store_dir = tmp_path / "store"
+    ids = make_v3_store(store_dir, embedder, clock)
+    bare = MemoryStore.open(store_dir, 384, embedder.name, read_index_rows=0)
+    assert schema_version(bare.table.schema) == SCHEMA_VERSION and terms_pending(bare.table.schema)
+    assert sorted(raw_rows(store_dir)) == sorted(ids) and all(r["terms"] is None for r in raw_rows(store_dir).values())
+    text = "The billing-worker drains queue billing.events every 30 s."
+    new = MemoryRecord(id=new_id(clock()), kind="chunk", project="proj", content=text, valid_at=clock(),
+                       created_at=clock(), vector=embedder.embed([text])[0], embed_model=embedder.name)
+    with pytest.raises(StoreError, match="without a tokenizer"):
+        bare.add([new])
+
+    # with a read index, the store is small enough for a quick open (`MemoryStore._open_quick`), which must
+    # not be taken: the terms are filled by a full open
+    store = open_store(store_dir, 384, embedder.name, read_index_rows=read_index_rows)
+    assert not terms_pending(store.table.schema)
+    rows = raw_rows(store_dir)
+    assert sorted(rows) == sorted(ids) and all(r["terms"] == row_terms(r["content"], r["kind"]) for r in rows.values())
+    store.add([new])
+    assert [r.id for r, _ in text_search(store, "billing.events", Filter(), 5)] == [new.id]
+    assert [r.id for r, _ in text_search(store, "src/util/http_dates.py", Filter(), 5)] == [ids[5]]

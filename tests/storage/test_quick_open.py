@@ -16,6 +16,7 @@ import pytest
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.search.engine import open_store, text_search, vector_search
 from chronomem.storage import Filter, MemoryStore
+from chronomem.storage.schema import FTS_INDEX
 from tests.conftest import REPO
 
 DIM = 8
@@ -58,7 +59,7 @@ def test_a_quick_open_answers_like_a_full_one(written: Path) -> None:
 
 def test_another_handles_commit_is_seen_and_our_writes_work(written: Path) -> None:
     quick = open_store(written, DIM, "test")
-    other = MemoryStore.open(written, DIM, "test")
+    other = open_store(written, DIM, "test", read_index_rows=0)  # LanceDB answers
     theirs = rec("mypy checks the types", 3)
     other.add([theirs])
     assert [r.id for r, _ in text_search(quick, "mypy types", live(), 5)] == [theirs.id]
@@ -71,10 +72,10 @@ def test_another_handles_commit_is_seen_and_our_writes_work(written: Path) -> No
 def test_a_store_without_its_full_text_index_opens_the_full_way_and_gets_it(written: Path) -> None:
     import lance
 
-    lance.dataset(str(written / "memories.lance")).drop_index("content_idx")
+    lance.dataset(str(written / "memories.lance")).drop_index(FTS_INDEX)
     store = open_store(written, DIM, "test")
     assert store._opened is not None  # LanceDB opened it, to build the index
-    assert "content_idx" in {index.name for index in store.table.list_indices()}
+    assert FTS_INDEX in {index.name for index in store.table.list_indices()}
     assert [r.content for r, _ in text_search(store, "ruff", live(), 5)] == ["ruff lints the code"]
 
 
@@ -86,7 +87,7 @@ def test_a_new_store_is_searched_before_its_table_exists_and_made_by_its_first_w
     assert not (path / "memories.lance").exists()  # searching a new store writes nothing
     first = rec("pytest runs the tests", 0)
     writer.add([first])
-    assert "content_idx" in {index.name for index in writer.table.list_indices()}
+    assert FTS_INDEX in {index.name for index in writer.table.list_indices()}
     assert [r.id for r, _ in text_search(reader, "tests", live(), 5)] == [first.id]  # another handle made the table
     assert MemoryStore.open(path, DIM, "test").count() == 1
 

@@ -15,6 +15,7 @@ import pytest
 
 from chronomem.errors import StoreError
 from chronomem.records import UTC, MemoryRecord, new_id
+from chronomem.search.engine import open_store
 from chronomem.storage import Filter, MemoryStore
 from chronomem.storage.backup import list_backups, read_backup
 from chronomem.storage.reembed import PART_TEXTS, reembed, staging_dir, survey
@@ -49,7 +50,7 @@ nolock = contextlib.nullcontext
 
 
 def make_store(path: Path, n: int = 40, model: str = "old", dim: int = 8) -> list[MemoryRecord]:
-    store = MemoryStore.open(path, dim, model)
+    store = open_store(path, dim, model)  # writes need the search component's tokenizer (the rows' terms)
     embed = fake(dim, model)
     records = []
     for i in range(n):
@@ -167,7 +168,7 @@ def test_rows_written_while_staging_are_moved_too(tmp_path: Path) -> None:
     """Another process remembers and forgets while the vectors are made: the swap keeps both."""
     path = tmp_path / "s"
     records = make_store(path)
-    writer = MemoryStore.open(path, 8, "old")
+    writer = open_store(path, 8, "old")
     late = MemoryRecord(id=new_id(), kind="chunk", project="p", content="written during the move", valid_at=T0,
                         created_at=T0, vector=old_model(["written during the move"])[0], embed_model="old")
     inner = fake(16, "new")
@@ -190,7 +191,7 @@ def test_rows_written_while_staging_are_moved_too(tmp_path: Path) -> None:
 def test_same_dimension_keeps_vectors_the_target_already_made(tmp_path: Path) -> None:
     path = tmp_path / "s"
     make_store(path, n=10, model="old", dim=8)
-    store = MemoryStore.open(path, 8, "old")
+    store = open_store(path, 8, "old")
     mine = MemoryRecord(id=new_id(), kind="chunk", project="p", content="already new", valid_at=T0, created_at=T0,
                         vector=fake(8, "same")(["already new"])[0], embed_model="same")
     store.add([mine])

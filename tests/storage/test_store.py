@@ -9,7 +9,7 @@ import pytest
 
 from chronomem.errors import StoreError
 from chronomem.records import UTC, MemoryRecord, new_id
-from chronomem.search.engine import text_search, vector_search
+from chronomem.search.engine import open_store, text_search, vector_search
 from chronomem.storage import Filter, MemoryStore
 from chronomem.storage.schema import SCHEMA_VERSION
 
@@ -32,7 +32,7 @@ def rec(content: str, *, project: str = "p", valid_at: datetime = T0, created_at
 
 @pytest.fixture
 def store(tmp_path: Path) -> MemoryStore:
-    return MemoryStore.open(tmp_path / "s", DIM, "test")
+    return open_store(tmp_path / "s", DIM, "test")  # with the search component's tokenizer: rows carry their terms
 
 
 def live_ids(store: MemoryStore, at: datetime, known_at: datetime, project: str = "p") -> set[str]:
@@ -40,7 +40,7 @@ def live_ids(store: MemoryStore, at: datetime, known_at: datetime, project: str 
 
 
 def test_schema_version_is_recorded_and_checked_on_reopen(tmp_path: Path) -> None:
-    s = MemoryStore.open(tmp_path / "s", DIM, "test")
+    s = open_store(tmp_path / "s", DIM, "test")
     assert s.schema_version == SCHEMA_VERSION
     s.add([rec("hello")])
     again = MemoryStore.open(tmp_path / "s", DIM, "test")
