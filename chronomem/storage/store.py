@@ -103,6 +103,9 @@ class MemoryStore:
         self.path = path
         #: Whether the store is in object storage: no local files beside the table (ledger, spill file, locks).
         self.remote = is_remote(path)
+        #: Called right before each commit: the write lease's `ensure_held` for a shared store (set by the service;
+        #: it raises when this process's lease lapsed while it stalled), nothing for a local one.
+        self.fence: Callable[[], None] = _no_fence
         self._handle = table  # read through `_table`, which first brings it to the newest version
         self._version: int | None = None  # the version `_handle` is known to be at (None: ask it)
         self.dim = dim
@@ -570,7 +573,9 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ acknowledging
     def _guard(self, write: Callable[[], _Found]) -> _Found:
-        """Run a write; a full disk, a quota, a read-only or forbidden store becomes its one-line StoreError."""
+        """Run a write (after the fence: a lapsed lease refuses it); a full disk, a quota, a read-only or forbidden
+        store becomes its one-line StoreError."""
+        self.fence()
         try:
             return write()
         except Exception as exc:
@@ -826,3 +831,7 @@ def _uses_v2_names(table: Any) -> bool:
         return bool(table.uses_v2_manifest_paths())
     except Exception:  # an older LanceDB without the call writes the layout it reads
         return True
+
+
+def _no_fence() -> None:
+    """The fence of a store whose writers need none (a local one: its write lock is a file lock, no lease)."""
