@@ -43,7 +43,7 @@ def test_one_consolidator_at_a_time_and_its_state_in_the_bucket(s3_svc: MemorySe
     assert recall(s3_svc, "which database does staging use?").results
 
 
-@pytest.mark.parametrize("command", [["purge", "--yes", "--project", "proj"], ["backup"], ["reembed", "--yes"]])
+@pytest.mark.parametrize("command", [["backup"], ["reembed", "--yes"]])
 def test_local_only_commands_refuse_a_remote_store(
     command: list[str], s3_uri: str, s3_env: dict[str, str], tmp_path: Path
 ) -> None:

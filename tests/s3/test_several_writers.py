@@ -43,8 +43,13 @@ def finish(procs: list[subprocess.Popen[str]], timeout: float = 900) -> list[lis
     for proc in procs:
         out, err = proc.communicate(timeout=timeout)
         assert proc.returncode == 0, err[-2000:]
-        acked.append([json.loads(line)["id"] for line in out.splitlines() if line.startswith("{")])
+        acked.append(acked_ids(out))
     return acked
+
+
+def acked_ids(out: str) -> list[str]:
+    """The ids a worker printed as acknowledged (its lines for failed remembers say "error" instead)."""
+    return [entry["id"] for entry in map(json.loads, (x for x in out.splitlines() if x.startswith("{"))) if "id" in entry]
 
 
 def open_svc(uri: str, embedder) -> MemoryService:
@@ -103,7 +108,7 @@ def test_kill_9_mid_commit_loses_nothing_acknowledged(s3_uri: str, s3_env: dict[
     time.sleep(0.05)  # into its next commit
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    acked += [json.loads(line)["id"] for line in proc.stdout.read().splitlines() if line.startswith("{")]
+    acked += acked_ids(proc.stdout.read())
     svc = open_svc(s3_uri, embedder)
     assert set(acked) <= svc.store.ids_exist(acked), "an acknowledged memory is missing after kill -9"
     after = remember(svc, "Written after the writer was killed.")  # the dead holder's lease expires; the store opens
