@@ -21,7 +21,9 @@ numbered generations `<gen>.lease` under `_chronomem/leases/<name>/`:
   left (the renewal thread keeps it so) that is a clock read; nearer its expiry — the process was paused, its
   renewal did not run — it renews there and then, and creating `<gen+1>.lease` succeeds only if nobody took
   over (a taker creates that very object): otherwise `LeaseLost`, and the write is refused. What is left is
-  a pause of more than two thirds of a lease between that check and the commit's own request.
+  a pause between that check and the commit's own request longer than the lease had left (at least a third
+  of it, 5 s): the commit itself is not conditional on the lease. A purge needs no more (storage/portable.py:
+  its commits are ones Lance checks against concurrent ones); two current facts in one slot would.
 Expiry compares wall clocks of different machines: they are assumed to agree within seconds (NTP).
 A store that ignores conditional creates breaks this (and Lance's own commits): `doctor` probes for it.
 """
