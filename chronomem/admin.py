@@ -37,7 +37,8 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         "and every fact derived from them, and erase them from old table versions and index files. "
         "--project alone purges that whole project; with --query it limits the search to that project "
         "(without it, --query searches all projects). Stop other chronomem processes on the store first: "
-        "a purge ends the old versions they may be reading.",
+        "a purge ends the old versions they may be reading. On a shared store (s3:// …) it holds the write lease "
+        "(other servers' writes wait for it) and only deletes files that no writer may still commit.",
     )
     p.add_argument("--id", action="append", dest="ids", metavar="ID", default=[], help="a memory id (repeatable)")
     p.add_argument("--query", help="purge every memory whose text contains this (case-insensitive substring)")
@@ -111,7 +112,6 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
 #: Commands that work on a local store's directory (its files, its backups, a local lock) and are refused on a
 #: store in object storage, each with what to do instead.
 LOCAL_ONLY = {
-    "purge": "it rewrites the table's history, which other writers of a shared store may still be committing to",
     "backup": "backups are files beside a local store; keep the bucket's own versioning or `chronomem export` it",
     "restore": "restore into a local store, then `chronomem export` it and `chronomem import` into a new prefix",
     "reembed": "it rewrites every row while servers of other machines write: re-embed a local copy "
@@ -427,21 +427,27 @@ def _purge(svc: Any, args: argparse.Namespace) -> int:
     if ids and project and args.query is None:
         raise InvalidInput("pass --id or --project, not both (--project with --query limits the search)")
     store = svc.store
-    with svc.writing():
-        plan = plan_purge(
+
+    def plan_now() -> Any:
+        return plan_purge(
             store,
             ids=ids,
             projects=[project] if project and args.query is None and not ids else [],
             query=args.query,
             query_projects=[project] if project and args.query is not None else None,
         )
+
+    if not args.yes:  # asked before the write lock is taken: other writers do not wait while a person reads
+        shown = plan_now()
+        if shown.rows:
+            _confirm(shown.rows)
+    with svc.writing():
+        plan = plan_now()  # again under the lock: what matches now, revisions and facts derived meanwhile too
         if not plan.rows:
             print("nothing matches; nothing was purged", file=sys.stderr)
             if args.json:
                 print(json.dumps({"purged": 0, "ids": []}))
             return 0
-        if not args.yes:
-            _confirm(plan.rows)
         from chronomem.progress import ticking
 
         with ticking(f"purging {len(plan.rows)} memories (rewriting the table, erasing old versions)"):

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from chronomem.config import Settings
+from chronomem.config import Settings, is_remote
 from chronomem.install import SERVER_NAME, Target, all_targets, project_root
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -191,10 +191,14 @@ def check_index(store_path: Path) -> Check:
     from chronomem.storage.store import VECTOR_INDEX_NAME
 
     refresh = "run `chronomem consolidate` to refresh the index"
-    if not (store_path / f"{TABLE_NAME}.lance").exists():
-        return Check("index", OK, "no table yet (indexes are made with it)")
+    no_table = Check("index", OK, "no table yet (indexes are made with it)")
+    if not (store_path / f"{TABLE_NAME}.lance").exists():  # a URI always "exists": it is asked below
+        return no_table
     try:
-        table = _connect(store_path).open_table(TABLE_NAME)
+        db = _connect(store_path)
+        if is_remote(store_path) and TABLE_NAME not in db.list_tables().tables:
+            return no_table
+        table = db.open_table(TABLE_NAME)
         names = {idx.name for idx in table.list_indices()}
         rows = int(table.count_rows())
         if FTS_INDEX not in names:

@@ -59,6 +59,7 @@ class MemoryService:
         self._waiting = 0
         self._waiting_lock = threading.Lock()
         self._file_lock: Any = None
+        self._fences = threading.local()  # per thread: leases besides the write lease its commits need (`fenced_by`)
         self._store: MemoryStore | None = None
         self._store_error: ChronomemError | None = None
         self._store_error_at = 0.0
@@ -148,12 +149,31 @@ class MemoryService:
                 raise resource_error(store.path, exc) or StoreError(
                     f"cannot take the write lock of {store.path}: {exc.strerror or exc}"
                 ) from exc
+            if hasattr(self._file_lock, "ensure_held"):  # a shared store's lease fences each commit (storage/remote.py)
+                store.fence = self._fence
             try:
                 yield
             finally:
                 self._file_lock.release()
         finally:
             self._thread_lock.release()
+
+    def _fence(self) -> None:
+        """Before each commit to a shared store: the write lease, and the leases this thread works under."""
+        self._file_lock.ensure_held()
+        for check in getattr(self._fences, "checks", ()):
+            check()
+
+    @contextmanager
+    def fenced_by(self, check: Callable[[], None]) -> Iterator[None]:
+        """Make this thread's commits meanwhile also run `check` first (the consolidator's lease: a consolidator
+        that stalled past it while another took over commits nothing more); other threads' commits do not."""
+        checks = getattr(self._fences, "checks", ())
+        self._fences.checks = (*checks, check)
+        try:
+            yield
+        finally:
+            self._fences.checks = checks
 
     def write_waiters(self) -> int:
         """Threads of this process waiting for the write lock (the consolidator yields to them)."""

@@ -108,6 +108,8 @@ class Consolidator:
         self._state = threading.Lock()
         self._thread: threading.Thread | None = None
         self.steps: list[StepReport] = []
+        #: The consolidation lock (a lease on a shared store) while a step holds it, else None.
+        self.lease: Any = None
 
     # -- tool-call bookkeeping (called by the server) -------------------------------
     def call_started(self) -> None:
@@ -209,7 +211,11 @@ class Consolidator:
             return None  # another process is consolidating this store
         try:
             start = time.perf_counter()
-            report = (work or self._one_step)(store)
+            self.lease = lock
+            # on a shared store, this step's commits are fenced by the consolidation lease too (storage/remote.py)
+            fence = lock.ensure_held if hasattr(lock, "ensure_held") else _unfenced
+            with self.svc.fenced_by(fence):
+                report = (work or self._one_step)(store)
             if report is None:
                 return None
             report.seconds = time.perf_counter() - start
@@ -218,6 +224,7 @@ class Consolidator:
                 del self.steps[:1000]
             return report
         finally:
+            self.lease = None
             lock.release()
 
     def _scheduled_backup(self) -> None:
@@ -318,3 +325,7 @@ class Consolidator:
 
 def _burst_upkeep_due(store: Any) -> bool:
     return needs_burst_upkeep(store.commits_since_optimize, store.count, store.last_optimize_seconds)
+
+
+def _unfenced() -> None:
+    """The fence of a local store's consolidation: its lock is a file lock, which a stalled holder keeps."""

@@ -339,22 +339,12 @@ def erase(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
     The caller holds the store's write lock. Other processes reading the store may fail one
     read while their old version disappears; their next read opens the new one.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    if store.remote:
+        return _erase_shared(store, plan)
     table = store._table
     indexes = list(table.list_indices())
     everything = table.to_arrow()
-    drop = pa.array(sorted(set(plan.ids)), type=pa.string())
-    keep = everything.filter(pc.invert(pc.is_in(everything.column("id"), value_set=drop)))
-    if plan.scrub_reasons:
-        blank = set(plan.scrub_reasons)
-        reasons = [
-            SCRUBBED_REASON if row_id in blank else reason
-            for row_id, reason in zip(keep.column("id").to_pylist(), keep.column("reason").to_pylist(), strict=True)
-        ]
-        position = keep.schema.get_field_index("reason")
-        keep = keep.set_column(position, keep.schema.field("reason"), pa.array(reasons, type=pa.string()))
+    keep = _without(everything, plan)
     # Recorded first, so that no repair brings these rows back from an old data file, even one a crashed or
     # failed clean-up left on disk (storage/salvage.py reads files no manifest references).
     from chronomem.storage.salvage import record_dropped
@@ -379,11 +369,71 @@ def erase(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
     )
 
 
-def _rebuild_indexes(store: MemoryStore, indexes: Sequence[Any]) -> None:
-    """An overwrite drops the indexes: build again the full-text one, the vector one if there was one,
-    and any scalar index; anything else is left to the consolidator, which recreates what it wants."""
-    store.ensure_indexes()
+def _erase_shared(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
+    """The purge of a store in object storage, which servers on other machines write (storage/remote.py).
+
+    The caller holds the write lease every writer commits under, and each commit here is fenced by it. Still no
+    overwrite: an overwrite never conflicts in Lance, so a commit landing between its read and its own commit (a
+    writer whose lease lapsed while it stalled) would be dropped silently. Instead every step is a commit Lance
+    checks against concurrent ones — an append landing meanwhile is kept, a conflicting change fails loudly:
+    delete the rows, blank the reasons that quote them, compact every fragment holding a deleted row (its file
+    is rewritten without it: `materialize_deletions_threshold=0`), rebuild the full-text and vector indexes
+    (they hold the purged words and vectors), then drop every old version with `delete_unverified=False`:
+    the files old versions reference go (the purged text is in those), while files no version references yet
+    and younger than Lance's grace period (7 days) stay — another writer's commit in flight, which deleting
+    would corrupt. There is no ledger, drop record or backup beside a shared store to update."""
     table = store._table
+    indexes = list(table.list_indices())
+    before = int(table.count_rows())
+    ids = sorted(set(plan.ids))
+    for start in range(0, len(ids), 500):
+        store._guard(lambda part=ids[start : start + 500]: table.delete(Filter().ids(part).sql()))  # type: ignore[misc]
+    blank = sorted(set(plan.scrub_reasons))
+    for start in range(0, len(blank), 500):
+        part = blank[start : start + 500]
+        store._guard(lambda part=part: table.update(where=Filter().ids(part).sql(), values={"reason": SCRUBBED_REASON}))  # type: ignore[misc]
+    store.fence()
+    table.to_lance().optimize.compact_files(materialize_deletions=True, materialize_deletions_threshold=0.0)
+    table.checkout_latest()
+    store.usage.erase(ids)
+    store.fence()
+    _rebuild_indexes(store, indexes, replace_fts=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LanceDB warns that cleanup_older_than=0 ends old readers: intended
+        store._guard(lambda: table.optimize(cleanup_older_than=timedelta(0), delete_unverified=False))
+    store._now_at()
+    kept = int(table.count_rows())
+    return PurgeReport(removed=before - kept, kept=kept, reasons_scrubbed=len(blank))
+
+
+def _without(everything: Any, plan: PurgePlan) -> Any:
+    """The rows of the Arrow table `everything` less the plan's, with the reasons it names blanked."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    drop = pa.array(sorted(set(plan.ids)), type=pa.string())
+    keep = everything.filter(pc.invert(pc.is_in(everything.column("id"), value_set=drop)))
+    if plan.scrub_reasons:
+        blank = set(plan.scrub_reasons)
+        reasons = [
+            SCRUBBED_REASON if row_id in blank else reason
+            for row_id, reason in zip(keep.column("id").to_pylist(), keep.column("reason").to_pylist(), strict=True)
+        ]
+        position = keep.schema.get_field_index("reason")
+        keep = keep.set_column(position, keep.schema.field("reason"), pa.array(reasons, type=pa.string()))
+    return keep
+
+
+def _rebuild_indexes(store: MemoryStore, indexes: Sequence[Any], replace_fts: bool = False) -> None:
+    """An overwrite drops the indexes: build again the full-text one (`replace_fts`: also when it is there, as
+    after a delete: it holds the deleted rows' words), the vector one if there was one, and any scalar index;
+    anything else is left to the consolidator, which recreates what it wants."""
+    table = store._table
+    if replace_fts:
+        from lancedb.index import FTS
+
+        table.create_index("content", config=FTS(), replace=True)
+    store.ensure_indexes()
     for index in indexes:
         if index.name in (FTS_INDEX, OLD_FTS_INDEX) or not index.columns:
             continue

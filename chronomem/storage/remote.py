@@ -16,7 +16,14 @@ numbered generations `<gen>.lease` under `_chronomem/leases/<name>/`:
   a crashed holder's lease expires after `LEASE_SECONDS`, and the next acquirer takes over;
 - to release, create `<gen>.done`; the next holder deletes generations older than its own;
 - a waiter queues (`want-<start time>-<owner>`, refreshed while it waits) and a free lease goes to the oldest
-  fresh waiter, so no writer starves behind others that happen to poll at the right moments.
+  fresh waiter, so no writer starves behind others that happen to poll at the right moments;
+- fencing: right before each commit the holder calls `ensure_held()`. With more than a third of its lease
+  left (the renewal thread keeps it so) that is a clock read; nearer its expiry — the process was paused, its
+  renewal did not run — it renews there and then, and creating `<gen+1>.lease` succeeds only if nobody took
+  over (a taker creates that very object): otherwise `LeaseLost`, and the write is refused. What is left is
+  a pause between that check and the commit's own request longer than the lease had left (at least a third
+  of it, 5 s): the commit itself is not conditional on the lease. A purge needs no more (storage/portable.py:
+  its commits are ones Lance checks against concurrent ones); two current facts in one slot would.
 Expiry compares wall clocks of different machines: they are assumed to agree within seconds (NTP).
 A store that ignores conditional creates breaks this (and Lance's own commits): `doctor` probes for it.
 """
@@ -179,15 +186,20 @@ class LeaseTimeout(Timeout):
     """The lease was held by another holder for longer than the caller waits."""
 
 
+class LeaseLost(StoreError):
+    """This holder's lease expired (its process stalled) and another holder may have taken it: no commit."""
+
+
 class Lease:
     """A named lease on one store, held by at most one process on any machine (the protocol: module docstring)."""
 
-    def __init__(self, objects: Objects, name: str, seconds: float = LEASE_SECONDS) -> None:
+    def __init__(self, objects: Objects, name: str, seconds: float | None = None) -> None:
         self.objects = objects
         self.folder = f"{META_PREFIX}/leases/{name}"
-        self.seconds = seconds
+        self.seconds = LEASE_SECONDS if seconds is None else seconds
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.generation: int | None = None
+        self._expires = 0.0  # when our generation expires (this machine's clock)
         self._depth = 0
         self._listed: list[str] = []
         self._entries: dict[str, float] = {}
@@ -225,18 +237,41 @@ class Lease:
         except (ValueError, KeyError, TypeError):
             return True
 
-    def _body(self) -> bytes:
-        return json.dumps({"owner": self.owner, "expires": time.time() + self.seconds}).encode()
-
     def _take(self, generation: int) -> bool:
         """Create generation `generation`; True when ours and still the newest."""
-        if not self.objects.create(f"{self.folder}/{generation:012d}.lease", self._body()):
+        started = time.time()  # the expiry counts from before the request: a slow create shortens it, never lengthens
+        body = json.dumps({"owner": self.owner, "expires": started + self.seconds}).encode()
+        if not self.objects.create(f"{self.folder}/{generation:012d}.lease", body):
             return False
         newest, _ = self._state()
         if newest > generation:  # we raced with a listing older than a newer holder's clean-up
             self.objects.create(f"{self.folder}/{generation:012d}.done", b"")
             return False
+        self._expires = started + self.seconds
         return True
+
+    def ensure_held(self) -> None:
+        """Right before a commit under this lease: return when this holder still holds it, else raise `LeaseLost`
+        (the fencing of the module docstring). A no-op when the lease was not taken through this object."""
+        if self._depth == 0:
+            return
+        with self._lock:
+            held = self.generation
+            if held is not None and time.time() < self._expires - self.seconds / 3:
+                return
+            if held is not None:
+                try:
+                    if self._take(held + 1):  # only possible when nobody took over
+                        self.generation = held + 1
+                        self.objects.create(f"{self.folder}/{held:012d}.done", b"")
+                        return
+                except Exception as exc:
+                    raise explain(self.objects.location, exc) from exc
+                self.generation = None
+        raise LeaseLost(
+            f"this process's lease {self.folder} of {self.objects.location} expired while it was stalled and another "
+            "process may have taken it: the write was not committed; retry it"
+        )
 
     def acquire(self, timeout: float = -1) -> Lease:
         """Take the lease, waiting up to `timeout` seconds (negative: forever); LeaseTimeout past it. Reentrant

@@ -121,6 +121,9 @@ class MemoryStore:
         self.row_terms = row_terms
         #: Whether the store is in object storage: no local files beside the table (ledger, spill file, locks).
         self.remote = is_remote(path)
+        #: Called right before each commit: the write lease's `ensure_held` for a shared store (set by the service;
+        #: it raises when this process's lease lapsed while it stalled), nothing for a local one.
+        self.fence: Callable[[], None] = _no_fence
         self._opened = table  # the LanceDB table (`_handle`; None: opened at its first use, see `_open_quick`)
         self._open_lock = threading.Lock()
         #: The pylance dataset `_open_quick` read the store through, until the LanceDB table is opened.
@@ -707,7 +710,9 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ acknowledging
     def _guard(self, write: Callable[[], _Found]) -> _Found:
-        """Run a write; a full disk, a quota, a read-only or forbidden store becomes its one-line StoreError."""
+        """Run a write (after the fence: a lapsed lease refuses it); a full disk, a quota, a read-only or forbidden
+        store becomes its one-line StoreError."""
+        self.fence()
         try:
             return write()
         except Exception as exc:
@@ -1006,3 +1011,7 @@ def _uses_v2_names(table: Any) -> bool:
         return bool(table.uses_v2_manifest_paths())
     except Exception:  # an older LanceDB without the call writes the layout it reads
         return True
+
+
+def _no_fence() -> None:
+    """The fence of a store whose writers need none (a local one: its write lock is a file lock, no lease)."""

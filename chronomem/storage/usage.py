@@ -152,7 +152,8 @@ class UsageLog:
             self._overwrite(table, kept)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+                # a shared store's other writers may have a commit in flight: keep unreferenced young files
+                table.optimize(cleanup_older_than=timedelta(0), delete_unverified=not is_remote(self.path))
             self._version = None
             return len(states) - len(kept)
 

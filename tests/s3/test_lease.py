@@ -3,6 +3,10 @@ nothing but the bucket, takeover after a holder stops renewing, and the conditio
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -12,7 +16,7 @@ from filelock import Timeout
 from chronomem.config import StoreURI
 from chronomem.storage.remote import Lease, conditional_create_holds, objects_of
 
-from .conftest import make_bucket, start_local_s3
+from .conftest import REPO, make_bucket, start_local_s3
 
 
 def test_one_holder_at_a_time(s3_uri: str) -> None:
@@ -92,3 +96,73 @@ def test_probe_tells_a_store_that_ignores_conditional_create(s3_uri: str, monkey
     finally:
         proc.kill()
         proc.wait()
+
+
+HOLDER = """
+import sys
+from chronomem.config import StoreURI
+from chronomem.errors import StoreError
+from chronomem.storage.remote import Lease, objects_of
+objects = objects_of(StoreURI(sys.argv[1]))
+lease = Lease(objects, "write", seconds=float(sys.argv[2]))
+lease.acquire()
+print("held", flush=True)
+sys.stdin.readline()  # paused (SIGSTOP) before this line is sent
+try:
+    lease.ensure_held()  # what every commit under the lease runs first (MemoryStore._guard)
+except StoreError as exc:
+    print("refused", exc, flush=True)
+else:
+    objects.put("written", lease.owner.encode())
+    print("wrote", flush=True)
+"""
+
+
+def _holder(s3_uri: str, s3_env: dict[str, str], seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, s3_uri, str(seconds)], cwd=REPO, text=True,
+                            env={**os.environ, **s3_env, "PYTHONPATH": str(REPO)},
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held", proc.stderr
+    return proc
+
+
+def _go(proc: subprocess.Popen[str]) -> str:
+    out, err = proc.communicate("go\n", timeout=60)
+    assert proc.returncode == 0, err
+    return out.strip()
+
+
+def test_a_holder_paused_past_its_lease_cannot_write_after_a_takeover(s3_uri: str, s3_env: dict[str, str]) -> None:
+    """A real process holds the lease, is stopped (SIGSTOP) past its expiry, another holder takes over; resumed,
+    its write is refused — and a holder that was not overtaken writes (the control)."""
+    objects = objects_of(StoreURI(s3_uri))
+    control = _holder(s3_uri, s3_env, 1.0)
+    assert _go(control) == "wrote"
+    Lease(objects, "write", seconds=1.0).acquire(timeout=10).release()  # it released; clear the way
+    objects.delete("written")
+    stale = _holder(s3_uri, s3_env, 1.0)
+    stale.send_signal(signal.SIGSTOP)
+    try:
+        taker = Lease(objects, "write", seconds=30.0)
+        taker.acquire(timeout=20)  # possible only once the stopped holder's lease expired
+    finally:
+        stale.send_signal(signal.SIGCONT)
+    answer = _go(stale)
+    assert answer.startswith("refused") and "expired" in answer, answer
+    assert objects.get("written") is None
+    assert taker.is_locked
+    taker.ensure_held()
+    taker.release()
+
+
+def test_a_holder_paused_past_its_lease_keeps_it_when_nobody_took_over(s3_uri: str) -> None:
+    objects = objects_of(StoreURI(s3_uri))
+    holder = Lease(objects, "write", seconds=1.0)
+    holder.acquire()
+    holder._stop.set()  # as if stalled: no renewal
+    holder._renewer.join()
+    time.sleep(1.2)
+    holder.ensure_held()  # renews there and then: nobody else took generation+1
+    with pytest.raises(Timeout):
+        Lease(objects, "write", seconds=1.0).acquire(timeout=0)
+    holder.release()

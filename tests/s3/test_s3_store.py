@@ -138,3 +138,16 @@ def test_a_failed_open_is_tried_again(local_s3: str, s3_env: dict[str, str], emb
         svc.store  # within STORE_RETRY_SECONDS the same answer, without a request
     monkeypatch.setattr(service, "STORE_RETRY_SECONDS", 0.0)
     assert svc.store.count() == 0
+
+
+def test_doctor_index_check_on_a_fresh_bucket_and_after_a_write(s3_svc: MemoryService) -> None:
+    """The README's first command against a new bucket is `doctor`: no table yet is fine, not a failure (it said
+    "Table 'memories' was not found … run doctor --repair"); once written, the index is read."""
+    from chronomem.checks import FAIL, OK, check_index
+
+    location = s3_svc.settings.store_path
+    fresh = check_index(location)
+    assert fresh.status == OK and "no table yet" in fresh.detail, fresh
+    remember(s3_svc, "The deploy script is scripts/deploy.sh")
+    written = check_index(location)
+    assert written.status != FAIL and "no table yet" not in written.detail, written

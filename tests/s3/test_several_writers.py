@@ -26,7 +26,12 @@ pytestmark = pytest.mark.slow
 
 #: CHRONOMEM_S3_WRITES raises it. 200 (the issue's number) was run by hand: before the lease queue one writer
 #: gave up after waiting 30 s (loudly, nothing lost); with the queue the run outlasted the time at hand (>14 min
-#: on 2 shared cores) and was stopped, so 200 is not confirmed. Pass --timeout too: the default is 300 s.
+#: on 2 shared cores) and was stopped. Run again to the end (2026-11-26, with the queue and lease fencing; the 2
+#: cores shared with other helpers' test suites, load average 3-12): 44 min; writer 0 acknowledged its 200, writer
+#: 1 failed loudly — one remember refused after waiting 30 s for the write lease (WRITE_LOCK_TIMEOUT; the worker
+#: of then stopped at the first error) — so the test failed before counting, and 4 x 200 is still not confirmed
+#: (eval/results/s3.md). 40 stays the default and .ci/run's: 200 does not fit in a CI run (44 min here).
+#: Pass --timeout too: the default is 300 s; `finish` waits 900 s + 10 s a write.
 PER_WRITER = int(os.environ.get("CHRONOMEM_S3_WRITES", "40"))
 
 
@@ -38,13 +43,26 @@ def spawn(uri: str, tag: str, count: int, mode: str, env: dict[str, str]) -> sub
     )
 
 
-def finish(procs: list[subprocess.Popen[str]], timeout: float = 900) -> list[list[str]]:
-    acked = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=timeout)
+def finish(
+    procs: list[subprocess.Popen[str]], timeout: float = 900 + 10 * PER_WRITER
+) -> tuple[list[list[str]], list[str]]:
+    """Every writer run to its end: the ids each acknowledged, and the remembers refused in one line (not
+    acknowledged: e.g. the write lease waited for past WRITE_LOCK_TIMEOUT) — the tests check what was
+    acknowledged first, so a run with refusals still says whether anything acknowledged went missing."""
+    done = [proc.communicate(timeout=timeout) for proc in procs]
+    for proc, (_, err) in zip(procs, done, strict=True):
         assert proc.returncode == 0, err[-2000:]
-        acked.append([json.loads(line)["id"] for line in out.splitlines() if line.startswith("{")])
-    return acked
+    refused = [line for out, _ in done for line in out.splitlines() if line.startswith('{"error"')]
+    return [acked_ids(out) for out, _ in done], refused
+
+
+def no_refusals(refused: list[str]) -> None:
+    assert not refused, f"{len(refused)} remembers were refused (loudly; not acknowledged), the first: {refused[0]}"
+
+
+def acked_ids(out: str) -> list[str]:
+    """The ids a worker printed as acknowledged (its lines for failed remembers say "error" instead)."""
+    return [entry["id"] for entry in map(json.loads, (x for x in out.splitlines() if x.startswith("{"))) if "id" in entry]
 
 
 def open_svc(uri: str, embedder) -> MemoryService:
@@ -54,21 +72,23 @@ def open_svc(uri: str, embedder) -> MemoryService:
 def test_four_writers_lose_and_double_nothing(s3_uri: str, s3_env: dict[str, str], embedder) -> None:
     open_svc(s3_uri, embedder).store  # created once: this test is about commits, the next about creation
     procs = [spawn(s3_uri, f"w{n}", PER_WRITER, "chunks", s3_env) for n in range(4)]
-    acked = finish(procs)
+    acked, refused = finish(procs)
     ids = [i for ids in acked for i in ids]
-    assert len(ids) == 4 * PER_WRITER
     store = open_svc(s3_uri, embedder).store
     rows = store.find(Filter().kinds(["chunk"]))
     stored = [r.id for r in rows]
     assert sorted(set(ids) - set(stored)) == [], "acknowledged memories are missing"
-    assert len(stored) == len(set(stored)) == 4 * PER_WRITER, "a memory is stored twice"
-    assert len({r.content for r in rows}) == 4 * PER_WRITER
+    assert len(stored) == len(set(stored)), "a memory is stored twice"
+    assert len({r.content for r in rows}) == len(rows), "a text is stored twice"
+    print(f"{len(ids)} acknowledged, all present, no duplicate; {len(refused)} refused")
+    no_refusals(refused)
+    assert len(ids) == len(stored) == 4 * PER_WRITER
 
 
 def test_two_writers_on_one_slot_leave_one_current_fact(s3_uri: str, s3_env: dict[str, str], embedder) -> None:
     open_svc(s3_uri, embedder).store
     per = 12
-    finish([spawn(s3_uri, tag, per, "slot", s3_env) for tag in ("a", "b")])
+    no_refusals(finish([spawn(s3_uri, tag, per, "slot", s3_env) for tag in ("a", "b")])[1])
     svc = open_svc(s3_uri, embedder)
     chain = history(svc, subject="proj", predicate="deploy target")
     statuses = [e.status for e in chain.entries]
@@ -84,7 +104,8 @@ def test_two_writers_on_one_slot_leave_one_current_fact(s3_uri: str, s3_env: dic
 
 def test_eight_servers_open_a_fresh_store_at_once(s3_uri: str, s3_env: dict[str, str], embedder) -> None:
     procs = [spawn(s3_uri, f"o{n}", 1, "chunks", s3_env) for n in range(8)]
-    acked = finish(procs)
+    acked, refused = finish(procs)
+    no_refusals(refused)
     assert all(len(ids) == 1 for ids in acked)
     store = open_svc(s3_uri, embedder).store
     assert store.count() == 8
@@ -103,7 +124,7 @@ def test_kill_9_mid_commit_loses_nothing_acknowledged(s3_uri: str, s3_env: dict[
     time.sleep(0.05)  # into its next commit
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    acked += [json.loads(line)["id"] for line in proc.stdout.read().splitlines() if line.startswith("{")]
+    acked += acked_ids(proc.stdout.read())
     svc = open_svc(s3_uri, embedder)
     assert set(acked) <= svc.store.ids_exist(acked), "an acknowledged memory is missing after kill -9"
     after = remember(svc, "Written after the writer was killed.")  # the dead holder's lease expires; the store opens
