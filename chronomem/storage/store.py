@@ -113,6 +113,7 @@ class MemoryStore:
         embed_model: str,
         read_index_rows: int = 0,
         build_read_index: BuildReadIndex | None = None,
+        *,
         dataset: Any = None,
         row_terms: RowTerms | None = None,
     ) -> None:
@@ -308,7 +309,7 @@ class MemoryStore:
                 embed_model,
                 read_index_rows,
                 build_read_index,
-                _Unwritten(dim, embed_model),
+                dataset=_Unwritten(dim, embed_model),
                 row_terms=row_terms,
             )
             store._first_read_index()
@@ -362,11 +363,11 @@ class MemoryStore:
                 if table is None or _needs_upgrade(table, row_terms) or not _has_fts(table):
                     with store_lock(path, WRITE_LOCK_NAME):
                         table = cls._open_table(path, db, dim, embed_model, row_terms)
-                        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms)
+                        store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms=row_terms)
                         store.ensure_indexes()
                 else:
                     cls._check_schema(path, table.schema, dim)
-                    store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms)
+                    store = cls(path, table, dim, embed_model, read_index_rows, build_read_index, row_terms=row_terms)
                 store._session = session
                 store._first_read_index()
                 return store
