@@ -16,7 +16,9 @@ A step is the first of these that has work, cheapest and most urgent first:
 Entity views (entities.py) have no step: they are computed on read from the facts these steps keep current,
 so they are never stale and as_of on them needs no history of their own.
 When none has work, an idle moment takes the scheduled backup (storage/backup.py: every
-`BACKUP_INTERVAL` of changes, a snapshot file read from one version, no write lock held).
+`BACKUP_INTERVAL` of changes, a snapshot file read from one version, no write lock held), a batch at a
+time, pausing whenever calls flow: at 1M rows it reads and compresses gigabytes, which took the cores from
+the calls (recall p95 511 ms against a 41 ms median in eval/results/latency.md before it paused).
 One step does not wait for a quiet moment: after `upkeep.BURST_UPKEEP_COMMITS` appends without an
 `optimize()` (a burst of writes), compaction runs while calls flow, because every further small
 fragment makes each commit slower — where an `optimize()` is quick (upkeep.needs_burst_upkeep).
@@ -245,13 +247,24 @@ class Consolidator:
         try:
             if backup_due(store, self.backup_interval):
                 started = time.perf_counter()
-                made = take_backup(store)
+                made = take_backup(store, pause=self._pause_for_calls)
                 self.backups.append(made)
                 log.info("backup %s taken in %.2f s", made.path.name, time.perf_counter() - started)
+        except _Stopping:
+            log.info("the scheduled backup was abandoned: the server is stopping")
         except Exception as exc:  # a backup that fails must not stop the server; doctor reports its age
             log.warning("the scheduled backup failed: %s", exc)
         finally:
             lock.release()
+
+    def _pause_for_calls(self) -> None:
+        """Wait until no call has been in flight for `idle_seconds` (between a backup's batches)."""
+        while (idle := self._idle_for()) < self.idle_seconds:
+            if self._stop.is_set():
+                raise _Stopping
+            time.sleep(min(max(self.idle_seconds - max(idle, 0.0), 0.01), BURST_POLL_SECONDS))
+        if self._stop.is_set():
+            raise _Stopping
 
     def _burst_due(self) -> bool:
         """Enough appends since the last `optimize()` to compact without waiting for a quiet moment."""
@@ -325,6 +338,10 @@ class Consolidator:
 
 def _burst_upkeep_due(store: Any) -> bool:
     return needs_burst_upkeep(store.commits_since_optimize, store.count, store.last_optimize_seconds)
+
+
+class _Stopping(Exception):
+    """The server stops while a backup waits for a quiet moment: the backup is abandoned (its file removed)."""
 
 
 def _unfenced() -> None:

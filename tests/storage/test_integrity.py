@@ -182,6 +182,43 @@ def test_the_consolidator_takes_a_backup_when_idle(svc: MemoryService) -> None:
     assert runner.backups and runner.backups[0].rows == 2 and "backup" not in [s.did for s in runner.steps]
 
 
+def test_a_scheduled_backup_waits_while_calls_flow_and_is_abandoned_when_the_server_stops(
+    svc: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backup reads and writes the whole table; at 1M rows that took the cores from the calls (latency.md):
+    it goes a batch at a time and pauses between batches while a call is in flight."""
+    import threading
+
+    from chronomem.consolidate.runner import Consolidator
+    from chronomem.storage import backup
+
+    monkeypatch.setattr(backup, "BACKUP_BATCH_ROWS", 2)  # several batches from a few rows
+    ids = fill(svc, 5)
+    runner = Consolidator(svc, idle_seconds=0.05, llm=None)
+    runner.call_started()  # a call in flight: the backup may start its file but writes no batch
+    taking = threading.Thread(target=runner._scheduled_backup)
+    taking.start()
+    taking.join(timeout=1.0)
+    assert taking.is_alive() and not list_backups(svc.store.path)
+    runner.call_finished(wake=False)
+    taking.join(timeout=60)
+    assert not taking.is_alive() and len(runner.backups) == 1
+    made = runner.backups[0]
+    assert made.rows == 5 and sorted(backup.read_backup(made.path).column("id").to_pylist()) == sorted(ids)
+
+    fill(svc, 1, start=5)
+    runner = Consolidator(svc, idle_seconds=0.05, llm=None, backup_interval=backup.timedelta(0))
+    runner.call_started()
+    taking = threading.Thread(target=runner._scheduled_backup)
+    taking.start()
+    taking.join(timeout=1.0)
+    runner.stop()  # the server stops while the backup waits: abandoned, no half-written file left
+    taking.join(timeout=60)
+    assert not taking.is_alive() and not runner.backups
+    assert [b.path for b in list_backups(svc.store.path)] == [made.path]
+    assert not [p for p in backup.backup_dir(svc.store.path).iterdir() if p.name.endswith(".tmp")]
+
+
 @pytest.mark.slow
 def test_purge_drops_backups_holding_the_text(svc: MemoryService) -> None:
     # personal data a user wants gone (a secret would already be redacted on the way in)
