@@ -71,6 +71,51 @@ def test_a_stalled_holder_is_taken_over_after_its_lease(s3_uri: str) -> None:
     other.release()
 
 
+def test_a_waiters_timeout_counts_while_the_line_ahead_does_not_move(s3_uri: str) -> None:
+    """Third in line with a 2 s timeout: the holder keeps the lease 1.4 s, the waiter ahead takes it and keeps it
+    1.4 s more — 2.8 s in all, and the third gets it, because the line moved. First in line behind a holder that
+    keeps it past the timeout, it is refused."""
+    location = StoreURI(s3_uri)
+    holder = Lease(objects_of(location), "write")
+    holder.acquire()
+    queued = []
+
+    def first_waiter() -> None:
+        lease = Lease(objects_of(location), "write")
+        lease.acquire(timeout=60)
+        time.sleep(1.4)
+        lease.release()
+
+    ahead = threading.Thread(target=first_waiter)
+    ahead.start()
+    deadline = time.monotonic() + 30
+    while not queued and time.monotonic() < deadline:  # the waiter ahead has queued
+        queued = [n for n in objects_of(location).names("_chronomem/leases/write") if "want-" in n]
+        time.sleep(0.05)
+    assert queued
+    got: list[float] = []
+
+    def third() -> None:
+        lease = Lease(objects_of(location), "write")
+        started = time.monotonic()
+        lease.acquire(timeout=2.0)
+        got.append(time.monotonic() - started)
+        lease.release()
+
+    behind = threading.Thread(target=third)
+    behind.start()
+    time.sleep(1.4)
+    holder.release()
+    ahead.join(timeout=60)
+    behind.join(timeout=60)
+    assert got and got[0] > 2.0  # it waited longer than its timeout in all, and was not refused
+
+    holder.acquire()
+    with pytest.raises(Timeout):
+        Lease(objects_of(location), "write").acquire(timeout=1.0)
+    holder.release()
+
+
 def test_a_held_lease_is_renewed_past_its_length(s3_uri: str) -> None:
     objects = objects_of(StoreURI(s3_uri))
     holder = Lease(objects, "write", seconds=0.6)
