@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,13 +107,30 @@ def parse_store(
     """`--store` / CHRONOMEM_HOME as a location: `s3://…`, `s3+ddb://…`, `gs://…`, `az://…` stay URIs (a `Path`
     would collapse their `//`), `file://DIR` and anything else is a local directory."""
     text = os.fspath(value)
-    head, sep, _ = text.partition("://")
+    head, sep, rest = text.partition("://")
     if sep and head.lower() in REMOTE_SCHEMES:
+        _check_bucket(head.lower(), rest.partition("/")[0].partition("?")[0], text)
         env = os.environ if environ is None else environ
         return StoreURI(text.rstrip("/"), _storage_options(env.get("CHRONOMEM_STORAGE_OPTIONS")))
     if sep and head.lower() == "file":
         return Path(text[len("file://") :])
     return Path(text)
+
+
+#: S3 and Google Cloud Storage bucket names: 3-63 lower-case letters, digits, dots and hyphens, starting and
+#: ending with a letter or digit (the providers' naming rules; object_store panics on some names outside them).
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def _check_bucket(scheme: str, bucket: str, uri: str) -> None:
+    """A store URI's bucket (or container) must be there, and for s3:// and gs:// be a valid bucket name."""
+    if not bucket:
+        raise ValueError(f"{uri} names no bucket: write {scheme}://BUCKET/PREFIX")
+    if scheme in ("s3", "s3+ddb", "gs") and not _BUCKET_NAME.fullmatch(bucket):
+        raise ValueError(
+            f"{bucket!r} in {uri} is not a valid bucket name (3-63 lower-case letters, digits, dots and hyphens, "
+            "starting and ending with a letter or digit)"
+        )
 
 
 def _storage_options(value: str | None) -> tuple[tuple[str, str], ...]:

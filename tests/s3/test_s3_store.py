@@ -29,7 +29,22 @@ def test_store_location_is_a_path_or_a_uri(tmp_path: Path) -> None:
     settings = Settings.from_env(environ=env)
     assert settings.store_path == StoreURI("s3://bucket/team", (("aws_endpoint", "http://h:1"),))
     with pytest.raises(ValueError, match="CHRONOMEM_STORAGE_OPTIONS"):
-        Settings.from_env(store="s3://b/x", environ={"CHRONOMEM_STORAGE_OPTIONS": "[1]"})
+        Settings.from_env(store="s3://bkt/x", environ={"CHRONOMEM_STORAGE_OPTIONS": "[1]"})
+
+
+def test_a_bucket_name_the_provider_would_refuse_is_said_plainly_before_anything_is_reached() -> None:
+    for uri, said in (("s3://a/mem", "not a valid bucket name"), ("s3://My_Bucket/mem", "not a valid bucket name"),
+                      ("gs://-x-/mem", "not a valid bucket name"), ("s3:///mem", "names no bucket"),
+                      ("az:///mem", "names no bucket")):
+        with pytest.raises(ValueError, match=said):
+            parse_store(uri, {})
+    assert str(parse_store("s3://my.bucket-1/mem", {})) == "s3://my.bucket-1/mem"
+    out = subprocess.run([sys.executable, "-m", "chronomem", "--store", "s3://a/mem", "recall", "x"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "error: 'a' in s3://a/mem is not a valid bucket name (3-63 lower-case letters, digits, dots and hyphens, "
+        "starting and ending with a letter or digit)"
+    ]
 
 
 def test_every_tool_round_trips_on_s3(s3_svc: MemoryService, clock) -> None:
