@@ -134,7 +134,7 @@ def test_install_keeps_a_store_uri_as_it_is(tmp_path: Path) -> None:
     from chronomem.install import server_env
 
     assert server_env({}, store="s3://team-memory/backend") == {"CHRONOMEM_HOME": "s3://team-memory/backend"}
-    assert server_env({"CHRONOMEM_HOME": "gs://b/m"}) == {"CHRONOMEM_HOME": "gs://b/m"}
+    assert server_env({"CHRONOMEM_HOME": "gs://team-bucket/m"}) == {"CHRONOMEM_HOME": "gs://team-bucket/m"}
     assert server_env({}, store=str(tmp_path / "x")) == {"CHRONOMEM_HOME": str(tmp_path / "x")}
 
 
