@@ -15,6 +15,9 @@ WRITERS = 4
 PER_WRITER = 150
 
 
+# A hang guard, not a speed check: ~2 min on 2 quiet cores, but a CI run that shared the cores with three
+# benchmark runs took past the suite's 300 s default (2026-11-27).
+@pytest.mark.timeout(900)
 def test_four_servers_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     result = run_stress(tmp_path / "store", writers=WRITERS, per_writer=PER_WRITER, recall_every=4, work_dir=tmp_path / "work")
     assert result.failures == [], result.failures[:3]
