@@ -5,9 +5,16 @@ LanceDB opens a table at its newest manifest that is still on disk: delete the n
 tool, a careless `rm`, a restored file-system snapshot) and the table silently opens one version
 earlier, the last write gone. So every acknowledged write also records, in `<store>/.acked.json`
 (beside the table, not inside `memories.lance/`), the version it committed, the table's row count
-then, and the ids it wrote — the last `RECENT_COMMITS` commits' worth — written to a temporary file
-and renamed over the old one (atomic: a crash leaves the old ledger or the new one). The file is
-rewritten under an `flock` so two processes writing the same store do not undo each other's entry.
+then, and the ids it wrote — the last `RECENT_COMMITS` commits' worth.
+
+The file is a journal of JSON lines: a first line holding the whole ledger (what a ledger written
+before the journal holds too), then one line per acknowledgement, appended under an `flock` so two
+processes writing the same store do not undo each other's entry. Reading folds the lines in order.
+Appending one short line is what keeps a write cheap: rewriting the whole ~100 KB ledger on every
+write cost as much as the LanceDB append itself (eval/results/latency_ab.md). Once the journal has grown
+`COMPACT_BYTES` past that first line it is rewritten as one line, to a temporary file renamed over the
+old one (atomic: a crash leaves the old journal or the new one). A line torn by a crash mid-append
+is the acknowledgement of a write that never returned: reading skips it.
 
 A store whose table opens at an older version, or with fewer rows, than the ledger says has lost
 acknowledged writes: `MemoryStore.open` refuses it in one line (one small read and one compare at every
@@ -34,6 +41,13 @@ LOCK_NAME = ".acked.lock"
 RECENT_COMMITS = 256
 #: ... and at most this many ids in all (a bulk import's commit keeps its last ones): the ledger stays ~100 KB.
 RECENT_IDS = 4096
+#: How far the journal may grow past the ledger's own line before the next acknowledgement rewrites it as one
+#: line: a rewrite per ~1,000 single-memory writes, and reading the journal's lines at open (one `json.loads`)
+#: stays ~2 ms.
+COMPACT_BYTES = 128 * 1024
+#: Per ledger file, (inode, size) of the one this process last wrote whole: appends go only to a file known to
+#: parse. A rewrite by another process renames a new file in, with another inode: the next write here reads it.
+_checked: dict[str, tuple[int, int]] = {}
 
 
 @dataclass
@@ -63,10 +77,12 @@ def ledger_path(store: Path) -> Path:
 
 
 def read(store: Path) -> Ledger | None:
-    """The ledger, or None when there is none (a new store, or one written before ledgers) or it does not parse."""
+    """The journal folded into one ledger, or None when there is none (a new store, or one written before
+    ledgers) or its first line does not parse."""
     try:
-        data = json.loads(ledger_path(store).read_text(encoding="utf-8"))
-        return Ledger(
+        first, *appended = ledger_path(store).read_bytes().split(b"\n")
+        data = json.loads(first)
+        ledger = Ledger(
             version=int(data["version"]),
             rows=int(data["rows"]),
             at=data.get("at"),
@@ -78,6 +94,45 @@ def read(store: Path) -> Ledger | None:
         return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    lines = [line for line in appended if line.strip()]
+    try:
+        entries = json.loads(b"[" + b",".join(lines) + b"]")  # one parse for all; per line only if one is torn
+    except ValueError:
+        entries = []
+        for line in lines:
+            with contextlib.suppress(ValueError):  # torn by a crash mid-append: that write was never acknowledged
+                entries.append(json.loads(line))
+    for entry in entries:
+        try:
+            version, rows, at, ids = entry
+            if isinstance(ids, list):
+                _fold(ledger, int(version), int(rows), str(at), ids, trim=False)
+        except (ValueError, TypeError):
+            continue  # not an acknowledgement's [version, rows, at, ids]
+    _trim(ledger)
+    return ledger
+
+
+def _fold(ledger: Ledger, version: int, rows: int, at: str, ids: Sequence[str], trim: bool = True) -> None:
+    """Apply one acknowledgement to `ledger`: a version older than the recorded one (another process got
+    further meanwhile) only adds its ids. `trim` False: the caller trims once after folding many."""
+    if version >= ledger.version:
+        ledger.version, ledger.rows, ledger.at = version, rows, at
+    if ids:
+        ledger.recent.append([version, list(ids)[-RECENT_IDS:]])
+        if trim:
+            _trim(ledger)
+
+
+def _trim(ledger: Ledger) -> None:
+    """Keep the newest `RECENT_COMMITS` commits' ids, at most `RECENT_IDS` of them (a commit past that whole)."""
+    ledger.recent.sort(key=lambda entry: entry[0])
+    del ledger.recent[:-RECENT_COMMITS]
+    total, cut = sum(len(entry[1]) for entry in ledger.recent), 0
+    while cut < len(ledger.recent) - 1 and total > RECENT_IDS:
+        total -= len(ledger.recent[cut][1])
+        cut += 1
+    del ledger.recent[:cut]
 
 
 @contextlib.contextmanager
@@ -99,24 +154,32 @@ def _write(store: Path, ledger: Ledger) -> None:
         separators=(",", ":"),
     )
     with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(body)
+        handle.write(body + "\n")
     os.replace(tmp, target)
+    written = os.stat(target)
+    _checked[str(target)] = (written.st_ino, written.st_size)
 
 
 def acknowledge(store: Path, version: int, rows: int, ids: Sequence[str] = ()) -> None:
-    """Record that `version` (holding `rows` rows) is committed and read back, with the ids it wrote.
-
-    A version older than the recorded one (another process got further meanwhile) only adds its ids."""
+    """Record that `version` (holding `rows` rows) is committed and read back, with the ids it wrote: one line
+    appended to the journal; or the whole ledger rewritten when the journal has grown `COMPACT_BYTES` past it, is
+    missing, or is not the file this process last wrote (read whole first: one that does not parse starts afresh)."""
+    at = utcnow().isoformat()
+    line = json.dumps([version, rows, at, list(ids)[-RECENT_IDS:]], separators=(",", ":")).encode() + b"\n"
+    target = ledger_path(store)
     with _locked(store):
+        try:
+            stat = target.stat()
+        except FileNotFoundError:
+            stat = None
+        ino, size = _checked.get(str(target), (None, 0))
+        if stat is not None and stat.st_ino == ino and stat.st_size < size + COMPACT_BYTES:
+            with open(target, "r+b") as handle:
+                handle.seek(stat.st_size - 1)
+                handle.write(line if handle.read(1) == b"\n" else b"\n" + line)  # one written whole may end without
+            return
         ledger = read(store) or Ledger()
-        if version >= ledger.version:
-            ledger.version, ledger.rows, ledger.at = version, rows, utcnow().isoformat()
-        if ids:
-            ledger.recent.append([version, list(ids)[-RECENT_IDS:]])
-            ledger.recent.sort(key=lambda entry: entry[0])
-            del ledger.recent[:-RECENT_COMMITS]
-            while len(ledger.recent) > 1 and sum(len(e[1]) for e in ledger.recent) > RECENT_IDS:
-                del ledger.recent[0]
+        _fold(ledger, version, rows, at, ids)
         _write(store, ledger)
 
 
