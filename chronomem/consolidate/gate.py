@@ -3,7 +3,7 @@
 The signals (True Memory's encoding gate; each in [0, 1], stored on the chunk's row — storage/schema.py v3):
 
 - **novelty** — 1 − the highest cosine similarity between the new statement and the live chunks of its project
-  (the search component's dense channel, `search.engine.vector_search`): 0 restates something stored word for
+  (the search component's dense channel, `search.engine.nearest_ids`): 0 restates something stored word for
   word, 1 is unlike anything stored (an empty project).
 - **salience** — what the statement says on its own (`consolidate.salience.event_salience`): identifiers,
   numbers, versions, paths and rare words against filler made of frequent words. No store, no model.
@@ -33,12 +33,10 @@ from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES, plan_fact
 from chronomem.consolidate.salience import event_salience
 from chronomem.project import display_name
 from chronomem.records import MemoryRecord, new_id, normalize_predicate, normalize_subject
-from chronomem.search.engine import vector_search
+from chronomem.search.engine import nearest_ids
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 
-#: Nearest stored chunks compared for novelty (the best one decides; a few more cost nothing).
-NEAREST = 3
 #: prediction_error of a statement that changes a current value / opens a new slot / restates or states nothing.
 CHANGES, OPENS, NOTHING = 1.0, 0.5, 0.0
 
@@ -67,11 +65,11 @@ class GateDecision:
 
 def novelty(svc: MemoryService, project: str, vector: Sequence[float], now: datetime) -> tuple[float, str | None]:
     """1 − the best cosine to the project's live chunks (1.0 when it holds none), and that chunk's id."""
-    found = vector_search(svc.store, vector, Filter().projects([project]).kinds(["chunk"]).live(now, now), NEAREST)
+    found = nearest_ids(svc.store, vector, Filter().projects([project]).kinds(["chunk"]).live(now, now), 1)
     if not found:
         return 1.0, None
-    record, score = max(found, key=lambda pair: pair[1])
-    return min(max(1.0 - float(score), 0.0), 1.0), record.id
+    memory_id, score = found[0]
+    return min(max(1.0 - float(score), 0.0), 1.0), memory_id
 
 
 def prediction_error(

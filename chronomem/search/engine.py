@@ -48,6 +48,14 @@ def vector_search(store: MemoryStore, vector: Sequence[float], flt: Filter, limi
     )
 
 
+def nearest_ids(store: MemoryStore, vector: Sequence[float], flt: Filter, limit: int) -> list[tuple[str, float]]:
+    """`vector_search`'s ids and cosines alone, best first: for a caller that needs how close, not the rows."""
+    return store.answer(
+        lambda index: index.nearest_ids(vector, flt, limit),
+        lambda: [(record.id, score) for record, score in lance.vector_search(store.table, vector, flt, limit)],
+    )
+
+
 def text_search(store: MemoryStore, text: str, flt: Filter, limit: int, with_vectors: bool = False) -> Found:
     """Lexical (BM25) matches of the terms of `text` among rows passing `flt` (the read index and LanceDB answer
     alike); any text is safe (never parsed as syntax)."""

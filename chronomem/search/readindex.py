@@ -297,8 +297,7 @@ class ReadIndex:
         count = data.num_rows
         if not count:
             return
-        self._masks.clear()
-        first = self._n
+        first = self._n  # the masks kept stay: `mask` evaluates the appended rows when next asked
         self._grow(first + count)
         end = first + count
         ids = data.column("id").to_pylist()
@@ -490,7 +489,8 @@ class ReadIndex:
 
         A filter with one "live" clause (the slice at a moment) is kept with the span of moments over
         which no row's times change its answer: the next call for the same slice at a later moment in
-        that span (recall's `now`, a moment later) reuses it. Any write to the copy drops what is kept."""
+        that span (recall's `now`, a moment later) reuses it, evaluating only the rows appended since. A change
+        to rows held (`_replace`) drops what is kept."""
         live = [op for op in flt.ops if op[0] == "live"]
         if len(live) != 1 or any(op[0] in ("ids", "sql") for op in flt.ops):
             return self._evaluate(flt.ops)
@@ -500,23 +500,45 @@ class ReadIndex:
         if kept is not None:
             at_from, at_until, known_from, known_until, keep = kept
             if at_from <= at < at_until and known_from <= known_at < known_until:
-                return keep
+                if len(keep) == self._n:
+                    return keep
+                # Rows appended since: rows held change only in `_replace`, which drops every kept mask. Only the
+                # new rows are evaluated, at this moment, and the span holds from here to where any row changes.
+                start = len(keep)
+                extra = self._evaluate(flt.ops, start)
+                assert extra is not None  # the clauses the rows before were evaluated with
+                new_at_until, new_known_until = self._spans(start, at, known_at)
+                span = (at, min(at_until, new_at_until), known_at, min(known_until, new_known_until))
+                return self._kept(key, np.concatenate([keep, extra]), span)
         keep = self._evaluate(flt.ops)
         if keep is None:
             return None
+        at_until, known_until = self._spans(0, at, known_at)
+        return self._kept(key, keep, (at, at_until, known_at, known_until))
+
+    def _spans(self, start: int, at: int, known_at: int) -> tuple[int, int]:
+        """For rows `start:`, the first moment after `at` at which some row's validity changes, and the first
+        after `known_at` at which some row is recorded or expired: a mask holds for moments before them."""
+        t = {name: self._times[name][start : self._n] for name in _TIMES}
+        return (
+            min(_next_after(t["valid_at"], at), _next_after(t["invalid_at"], at)),
+            min(_next_after(t["created_at"], known_at), _next_after(t["expired_at"], known_at)),
+        )
+
+    def _kept(self, key: tuple[Any, ...], keep: np.ndarray, span: tuple[int, int, int, int]) -> np.ndarray:
+        """Keep `keep` (made read-only) for the filter `key` over `span` (at_from, at_until, known_from, known_until)."""
         keep.flags.writeable = False
-        n = self._n
-        at_until = min(_next_after(self._times[name][:n], at) for name in ("valid_at", "invalid_at"))
-        known_until = min(_next_after(self._times[name][:n], known_at) for name in ("created_at", "expired_at"))
+        self._masks.pop(key, None)
         if len(self._masks) >= MASK_CACHE:
             self._masks.pop(next(iter(self._masks)))
-        self._masks[key] = (at, at_until, known_at, known_until, keep)
+        self._masks[key] = (*span, keep)
         return keep
 
-    def _evaluate(self, ops: tuple[tuple[Any, ...], ...]) -> np.ndarray | None:
+    def _evaluate(self, ops: tuple[tuple[Any, ...], ...], start: int = 0) -> np.ndarray | None:
+        """Which of rows `start:` pass the clauses `ops` (None: one the index cannot evaluate)."""
         n = self._n
-        keep = self._alive[:n].copy()
-        t = {name: self._times[name][:n] for name in _TIMES}
+        keep = self._alive[start:n].copy()
+        t = {name: self._times[name][start:n] for name in _TIMES}
         for op in ops:
             name = op[0]
             if name == "live":
@@ -536,17 +558,17 @@ class ReadIndex:
                 known = self._codes[column]
                 wanted = np.zeros(len(known) + 1, dtype=bool)  # a lookup by code: faster than np.isin
                 wanted[[known[v] for v in op[1] if v in known]] = True
-                keep &= wanted[getattr(self, f"_{column}")[:n]]
+                keep &= wanted[getattr(self, f"_{column}")[start:n]]
             elif name == "ids":
-                chosen = np.zeros(n, dtype=bool)
-                chosen[[self._pos[i] for i in op[1] if i in self._pos]] = True
+                chosen = np.zeros(n - start, dtype=bool)
+                chosen[[self._pos[i] - start for i in op[1] if self._pos.get(i, -1) >= start]] = True
                 keep &= chosen
             elif name == "revisions":
-                keep &= self._revision[:n]
+                keep &= self._revision[start:n]
             elif name == "originals":
-                keep &= ~self._revision[:n]
+                keep &= ~self._revision[start:n]
             elif name == "with_paths":
-                keep &= self._has_paths[:n]
+                keep &= self._has_paths[start:n]
             else:
                 return None
         return keep
@@ -563,6 +585,15 @@ class ReadIndex:
             if keep is None:
                 return None
             return self._nearest(keep, vector, limit, with_vectors, as_arrays)
+
+    def nearest_ids(self, vector: Sequence[float], flt: Filter, limit: int) -> list[tuple[str, float]] | None:
+        """`vector_search`'s ids and scores alone, no record built (or None if `flt` is not evaluable)."""
+        with self._lock:
+            keep = self.mask(flt)
+            if keep is None:
+                return None
+            rows, scores, _ = self._dense.top(_unit(vector), keep, limit)
+            return [(self._ids[row], score) for row, score in zip(rows.tolist(), scores.tolist(), strict=True)]
 
     def text_search(
         self, text: str, flt: Filter, limit: int, with_vectors: bool = False
@@ -597,11 +628,7 @@ class ReadIndex:
     def _nearest(
         self, keep: np.ndarray, vector: Sequence[float], limit: int, with_vectors: bool, as_arrays: bool
     ) -> list[tuple[MemoryRecord, float]]:
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        if norm:
-            query = query / norm
-        rows, scores, vectors = self._dense.top(query, keep, limit)
+        rows, scores, vectors = self._dense.top(_unit(vector), keep, limit)
         return self._records(rows, scores, with_vectors, as_arrays, vectors=vectors)
 
     def _matching(
@@ -760,6 +787,13 @@ def one_blas_thread() -> None:
         threadpool_limits(1, user_api="blas")
     except Exception:  # a BLAS threadpoolctl cannot drive only costs speed
         log.debug("could not limit BLAS threads", exc_info=True)
+
+
+def _unit(vector: Sequence[float]) -> np.ndarray:
+    """`vector` as float32 scaled to unit length (a zero vector as it is)."""
+    query = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(query))
+    return query / norm if norm else query
 
 
 def _next_after(times: np.ndarray, moment: int) -> int:

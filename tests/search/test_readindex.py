@@ -16,7 +16,7 @@ from chronomem.config import DEFAULT_READ_INDEX_ROWS, Settings
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.retrieval.rank import term_set
 from chronomem.search import readindex
-from chronomem.search.engine import Search, hybrid_search, open_store, text_search, vector_search
+from chronomem.search.engine import Search, hybrid_search, nearest_ids, open_store, text_search, vector_search
 from chronomem.search.terms import terms
 from chronomem.storage import Filter, MemoryStore
 from chronomem.storage.store import LANCE_CACHE_BEHIND_INDEX, OPEN_BUILD_ROWS
@@ -100,6 +100,10 @@ def test_vector_search_equals_lancedb_under_every_filter(pair: tuple[MemoryStore
             assert [s for _, s in mine] == pytest.approx([s for _, s in truth], abs=1e-4)
             assert all(r.vector is not None and len(r.vector) == DIM for r, _ in mine)
             assert [r.to_row() | {"vector": None} for r, _ in mine] == [r.to_row() for r, _ in truth]
+            for store in (indexed, plain):  # ids and scores alone (the gate's novelty), from either engine
+                nearest = nearest_ids(store, query, flt, 15)
+                assert [i for i, _ in nearest] == ids(truth)
+                assert [s for _, s in nearest] == pytest.approx([s for _, s in truth], abs=1e-4)
 
 
 def test_text_search_matches_identifiers_whole_and_split_within_the_filter(pair: tuple[MemoryStore, MemoryStore]) -> None:
@@ -379,7 +383,7 @@ def test_a_live_slice_kept_for_later_moments_is_right_at_every_moment_and_after_
     indexed.add(rows[:200])
     index = indexed.read_index
     assert index is not None
-    reused = 0
+    reused, appended = 0, 200
     previous = None
     for step in range(0, 24 * 100, 7):  # hour by hour across every row's times, forwards as recall's `now` goes
         moment = T0 + timedelta(hours=step)
@@ -388,13 +392,45 @@ def test_a_live_slice_kept_for_later_moments_is_right_at_every_moment_and_after_
         assert keep is not None and keep.tolist() == index._evaluate(flt.ops).tolist(), moment
         reused += keep is previous
         previous = keep
-        if step == 24 * 50:  # a write between two moments is seen at once
-            indexed.add(rows[200:])
-            query = rows[250].vector
+        if step % (24 * 10) < 7 and appended < 300:  # writes between moments are seen at once: a kept slice
+            indexed.add(rows[appended : appended + 10])  # evaluates only the rows appended since, at the new moment
+            appended += 10
+            query = rows[appended - 5].vector
             assert ids(vector_search(indexed, query, flt, 10)) == ids(vector_search(plain, query, flt, 10))
-    assert reused > 0  # the span between two rows' times was used
+        if step == 24 * 55:  # a change to a row held (its validity closed) drops what is kept
+            closed = indexed.get(rows[3].id)
+            assert closed is not None
+            indexed.upsert([closed.copy(invalid_at=moment - timedelta(days=1))])
+    assert reused > 0 and appended == 300  # the span between two rows' times was used
     with pytest.raises(ValueError):
         keep[0] = not keep[0]  # callers cannot change a kept mask
+
+
+def test_a_kept_slice_takes_in_appended_rows_at_the_moments_their_times_say(
+    pair: tuple[MemoryStore, MemoryStore],
+) -> None:
+    indexed, _ = pair
+    rng = random.Random(5)
+    old = make_rows(rng, 50)
+    for row in old:  # every row held settled long before the moments asked: a kept slice spans all of them
+        row.invalid_at = row.expired_at = None
+    indexed.add(old)
+    index = indexed.read_index
+    assert index is not None
+    now = T0 + timedelta(days=200)
+    flt = lambda at: Filter().live(at, at).projects(["alpha", "beta", "gamma"])  # noqa: E731
+    assert index.mask(flt(now)) is index.mask(flt(now + timedelta(minutes=1)))  # kept
+    later, recorded = make_rows(rng, 2)
+    later.invalid_at = later.expired_at = recorded.invalid_at = recorded.expired_at = None
+    later.valid_at, later.created_at = now + timedelta(hours=1), now  # holds from an hour on
+    recorded.valid_at, recorded.created_at = now - timedelta(days=1), now + timedelta(hours=2)  # recorded later
+    indexed.add([later, recorded])
+    for minutes in (2, 30, 61, 90, 121, 180):
+        at = now + timedelta(minutes=minutes)
+        keep = index.mask(flt(at))
+        assert keep is not None and keep.tolist() == index._evaluate(flt(at).ops).tolist(), minutes
+        held = {index._ids[row] for row in keep.nonzero()[0]}
+        assert (later.id in held, recorded.id in held) == (minutes > 60, minutes > 120), minutes
 
 
 def test_adjacent_chunks_are_the_nearest_of_the_same_project_close_in_time_and_alike(tmp_path: Path) -> None:
