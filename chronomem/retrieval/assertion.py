@@ -48,8 +48,12 @@ def mentions(texts: Sequence[str], times: Sequence[datetime]) -> list[bool]:
     flakes"), an update replaces it ("No longer 2.19.7; use 2.24.2").
     """
     out = [False] * len(texts)
+    cued = [i for i, text in enumerate(texts) if unasserting(text)]
+    if not cued:
+        return out
+    last = max(times[i] for i in cued)  # memories valid after the newest cued one matter to none
     older: dict[str, set[str]] = {}  # by kind, the values named by the memories valid before the current time
-    order = sorted(range(len(texts)), key=lambda i: times[i])
+    order = sorted((i for i in range(len(texts)) if times[i] <= last), key=lambda i: times[i])
     start = 0
     while start < len(order):
         end = start
