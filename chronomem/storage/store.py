@@ -778,8 +778,8 @@ class MemoryStore:
     def _read_back(self, handle: Any, version: int, ids: Sequence[str]) -> int:
         """The row count of `version`, having checked that it holds `ids` (StoreError when it does not).
 
-        Read through pylance at that version: the manifest's count and a `take` of the last rows, ~1 ms on a
-        local store, where LanceDB's own `count_rows` and `take_offsets` cost ~4 (eval/results/latency_ab.md).
+        Read through pylance at that version: the manifest's count and a `take` of the last rows, ~2-3 ms at
+        100k rows where LanceDB's own `count_rows` and `take_offsets` took ~8 (eval/results/latency_ab.md).
         The dataset is kept and moved to each newly committed version (only its manifest is read)."""
         committed = self._committed if self._committed is not None else handle.to_lance()
         if committed.version != version:
