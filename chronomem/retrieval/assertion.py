@@ -48,7 +48,7 @@ def mentions(texts: Sequence[str], times: Sequence[datetime]) -> list[bool]:
     flakes"), an update replaces it ("No longer 2.19.7; use 2.24.2").
     """
     out = [False] * len(texts)
-    cued = [i for i, text in enumerate(texts) if unasserting(text)]
+    cued = {i for i, text in enumerate(texts) if unasserting(text)}
     if not cued:
         return out
     last = max(times[i] for i in cued)  # memories valid after the newest cued one matter to none
@@ -60,7 +60,7 @@ def mentions(texts: Sequence[str], times: Sequence[datetime]) -> list[bool]:
         while end < len(order) and times[order[end]] == times[order[start]]:
             end += 1
         for i in order[start:end]:
-            if unasserting(texts[i]):
+            if i in cued:
                 kinds = value_kinds(texts[i])
                 out[i] = any(not (found & older.get(kind, set())) for kind, found in kinds.items())
         for i in order[start:end]:

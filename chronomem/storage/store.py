@@ -788,9 +788,8 @@ class MemoryStore:
         total = int(committed.count_rows())
         if ids:
             tail = committed.take(list(range(max(total - len(ids), 0), total)), columns=["id"])
-            wanted = sorted(set(ids))
             if sorted(tail.column("id").to_pylist()) != sorted(ids) and (
-                int(committed.count_rows(filter=Filter().ids(wanted).sql())) < len(wanted)
+                int(committed.count_rows(filter=Filter().ids(sorted(set(ids))).sql())) < len(set(ids))
             ):
                 raise StoreError(
                     f"a write committed as version {version} of the store at {self.path} does not hold its "
