@@ -601,6 +601,8 @@ def main(argv: list[str] | None = None) -> int:
             for q, a in ((q, replay.answers[SYSTEM][q.qid]) for q in queries)
         ],
     }
+    if args.rankers:  # a variants run: each variant's answers too, to read where two of them part
+        payload["ranker_queries"] = {r.name: {q.qid: replay.answers[r.name][q.qid].ids for q in queries} for r in rankers}
     payload["run_seconds"] = round(time.perf_counter() - started, 1)
     markdown = render(payload)
     split = Path(args.data).resolve().name  # devmem, devmem_validation: one results file per split

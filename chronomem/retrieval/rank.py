@@ -25,7 +25,11 @@
    comes first — oldest first when the query asks for a history (then weak matches
    count too, if they tell what the best one tells of the thing asked), and no reordering
    for a question about an event ("when did we…") or about several things ("what books
-   has she read").
+   has she read"). Then the leader's value is followed to its later word: a newer note about the
+   same thing that names the value (one the question does not name) beside another of its kind, or
+   takes it back, leads instead (`successor_of`) — an update is worded unlike the question
+   ("Moved translations from calendar-backend into tagging-server"), so it matches it too weakly
+   to win by score; what ties it to the old note is the value they share, not a change verb.
 5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
 """
 
@@ -41,7 +45,7 @@ from functools import lru_cache
 from chronomem.facts import EXTRACTED_SOURCES, record_salience
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
-from chronomem.retrieval.assertion import mentions
+from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
 from chronomem.retrieval.values import differing_kinds, value_kinds
 from chronomem.search.candidates import Candidate, cosine
@@ -116,6 +120,11 @@ class RankConfig:
     # (values.py), however differently worded: "Code owners for search: the Identity team" after "Core API owns
     # the search module"
     values_slot: bool = False
+    # "the newer wins" follows a value's successors: a later memory about the same thing that names the leader's
+    # value (one the question does not name) and gives another of the same kind, or takes it back with a negator or
+    # doubt, is the later word on that value ("Moved translations from calendar-backend into tagging-server" after
+    # "translations is bundled into the calendar-backend service"), however weakly it matches the query's words
+    succession: bool = True
     # recall leaves out what scores under this share of the best hit: it shares next to nothing of what made the
     # best relevant, and only pads the answer (in DevMem's rankings the 8th item scores 0.36 of the best at the
     # median and under 0.1 in 2 of 100 queries)
@@ -252,6 +261,8 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
     context_bonus(items, config.context_weight)
     items.sort(key=lambda r: (-r.score, r.candidate.record.id))
     items = _newer_wins(items, wanted, asked, query.intent, config, weights)
+    if config.succession and query.intent in ("current", "past"):
+        items = _follow_successors(items, query, config, weights)
     return Ranking(_collapse(items), False)
 
 
@@ -459,6 +470,56 @@ def _newer_wins(
     ordered = sorted(group, key=lambda r: r.candidate.record.valid_at, reverse=intent != "history")
     members = {id(r) for r in group}
     return ordered + [r for r in items if id(r) not in members]
+
+
+def successor_of(lead: MemoryRecord, later: MemoryRecord, known: str, subject: str | None = None) -> bool:
+    """Whether `later` (valid after `lead`) is the later word on a value `lead` gives about `subject`.
+
+    It names one of `lead`'s values that `known` (the question, the project names: lower case) does not, and
+    either gives another value of that kind (an update: "from A to B", "A → B", "B, not A") or carries a
+    negator or a word of doubt (a retraction: "can't back up A"). `subject`, when given, is a term `later` must
+    contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is not "dispatch".
+    """
+    if later.valid_at <= lead.valid_at:
+        return False
+    own, theirs = value_kinds(lead.content), value_kinds(later.content)
+    shared: set[str] = set()
+    for kind, values in own.items():
+        common = {v for v in values & theirs.get(kind, frozenset()) if v not in known}
+        if common and (theirs[kind] - values or unasserting(later.content)):
+            shared |= common
+    if not shared:
+        return False
+    if subject is None:
+        return True
+    return subject in term_set(later.content) and not any(subject in term_set(v) for v in shared)
+
+
+def _follow_successors(items: list[Ranked], query: QueryInfo, config: RankConfig, weights: dict[str, float]) -> list[Ranked]:
+    """Put first the last of the chain of successors (`successor_of`) that starts at the leader: each about the
+    same thing as the one before (vectors at least `same_topic_cosine` alike, and holding its heaviest query
+    term by pool IDF, `term_weights`), neither foreign nor hedged."""
+    known = " ".join((query.text, *query.project_names, *query.other_project_names)).lower()
+    lead = items[0]
+    seen = {id(lead)}
+    while (vector := lead.candidate.record.vector) is not None:
+        found = contained(lead.candidate)
+        held = [t for t in weights if t in found]
+        subject = max(held, key=lambda t: (weights[t], t)) if held else None
+        after = [
+            item for item in items
+            if id(item) not in seen and not item.foreign and not item.hedged
+            and item.candidate.record.vector is not None
+            and cosine(vector, item.candidate.record.vector) >= config.same_topic_cosine
+            and successor_of(lead.candidate.record, item.candidate.record, known, subject)
+        ]
+        if not after:
+            break
+        lead = max(after, key=lambda r: r.candidate.record.valid_at)
+        seen.add(id(lead))
+    if lead is items[0]:
+        return items
+    return [lead] + [r for r in items if r is not lead]
 
 
 def _told_of(top: Candidate, wanted: set[str], weights: dict[str, float]) -> dict[str, float]:

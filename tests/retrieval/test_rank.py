@@ -16,6 +16,7 @@ from chronomem.retrieval.rank import (
     gate_names,
     never_mentioned,
     rank,
+    successor_of,
     term_set,
     term_weights,
     weighted_coverage,
@@ -343,3 +344,71 @@ def test_the_names_gate_reads_rare_names_never_common_words_abbreviations_or_mar
 ) -> None:
     assert gate_names(QueryInfo(question)) == names
     assert never_mentioned(names, list(names)) == [n for n, kind in names.items() if kind is not None]
+
+
+def _hosting_pool() -> tuple[Candidate, Candidate, list[Candidate]]:
+    """The host service of `translations`, changed by a note worded unlike the question, among the project's
+    other modules' host services (so "service" is common in the pool and "translations" rare, as in a store)."""
+    old = cand("translations is bundled into the calendar-backend service.", days=0, dense=0.80)
+    old.lexical = 12.0
+    moved = cand("Moved translations from calendar-backend into tagging-server.", days=30, dense=0.62)
+    moved.lexical = 5.0
+    siblings = []
+    for i, module in enumerate(("dispatch", "ratings", "payroll", "coupons")):
+        sibling = cand(f"{module} is bundled into the {module}-jobs service.", days=i, dense=0.55)
+        sibling.lexical = 6.0
+        siblings.append(sibling)
+    return old, moved, siblings
+
+
+def test_a_later_note_naming_the_leaders_value_beside_another_of_its_kind_takes_its_place() -> None:
+    old, moved, siblings = _hosting_pool()
+    query = QueryInfo("Which service runs translations?")
+    # the update shares one word with the question: it scores too far below to win by "the newer wins" alone
+    assert texts(rank(query, [old, moved, *siblings], RankConfig(succession=False)))[0] == old.record.content
+    assert texts(rank(query, [old, moved, *siblings]))[:2] == [moved.record.content, old.record.content]
+    # the chain goes on from the update: the next note naming its new value and another
+    again = cand("translations left tagging-server; it runs in payroll-jobs now.", days=60, dense=0.60)
+    again.lexical = 5.0
+    assert texts(rank(query, [old, moved, again, *siblings]))[0] == again.record.content
+    # as it stood before the second move, the first move is the answer (as_of: the slice ends before it)
+    assert texts(rank(replace(query, intent="past"), [old, moved, *siblings]))[0] == moved.record.content
+
+
+def test_a_later_note_naming_the_value_of_another_thing_does_not_take_the_place() -> None:
+    old, _, siblings = _hosting_pool()
+    # names calendar-backend and another service, but of `feeds`: "translations" is nowhere in it
+    feeds = cand("feeds was carved out of calendar-backend and now runs in the dispatch-jobs service.", days=40)
+    feeds.lexical = 6.0
+    query = QueryInfo("Which service runs translations?")
+    assert texts(rank(query, [old, feeds, *siblings]))[0] == old.record.content
+    # a question about an event or a history keeps its own order
+    assert texts(rank(replace(query, intent="event"), [old, feeds, *siblings]))[0] == old.record.content
+
+
+def test_a_later_note_taking_back_the_leaders_value_takes_its_place() -> None:
+    owner = cand("uploads owner: DevEx (team).", days=0, dense=0.80)
+    owner.lexical = 12.0
+    withdrawn = cand("Withdrawn: I can't back up DevEx as the team accountable for uploads.", days=20, dense=0.60)
+    withdrawn.lexical = 5.0
+    others = [cand(f"{m} owner: Mobile (team).", days=i, dense=0.5) for i, m in enumerate(("carts", "feeds", "alerts"))]
+    ranked = rank(QueryInfo("Which team owns uploads?"), [owner, withdrawn, *others])
+    assert texts(ranked)[0] == withdrawn.record.content
+
+
+def test_successor_of_needs_a_later_note_a_shared_value_the_question_does_not_name_and_the_subject() -> None:
+    def note(text: str, days: int) -> MemoryRecord:
+        return cand(text, days=days).record
+
+    lead = note("Pinned prost at 3.26.2 in the lockfile.", 0)
+    bump = note("Rolled prost forward to 3.32.0 (was on 3.26.2).", 10)
+    assert successor_of(lead, bump, known="what version of prost?")
+    assert not successor_of(bump, lead, known="what version of prost?")  # older: not a later word
+    assert not successor_of(lead, bump, known="is prost still on 3.26.2?")  # the question names the value
+    assert not successor_of(lead, note("Pinned prost at 3.26.2 again.", 10), known="")  # a restatement
+    assert successor_of(lead, bump, known="", subject="prost")
+    assert not successor_of(lead, note("Rolled tonic forward to 3.32.0 (was on 3.26.2).", 10), known="", subject="prost")
+    host = note("dispatch was carved out of dispatch-jobs and now runs in invites-server.", 0)
+    feeds = note("feeds was carved out of warehouse-server and now runs in dispatch-jobs.", 10)
+    # "dispatch" is in that note only as part of the value it shares
+    assert not successor_of(host, feeds, known="", subject="dispatch")
