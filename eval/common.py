@@ -11,7 +11,6 @@ import os
 import shutil
 import statistics
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass

@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 SPLITS = ("devmem", "devmem_validation")
 
@@ -82,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     notes = sum(1 for t in texts if not t[3] and ":" not in t[1])
     facts = len(texts) - notes
-    report: dict[str, Any] = {"notes": notes, "fact_fields": facts, "changed_now": len(now)}
     print(f"{notes} notes and {facts} agent-mode fact fields in {', '.join(SPLITS)}")
     print(f"changed by this checkout's scanner: {len(now)}")
     if args.before:

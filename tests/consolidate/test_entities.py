@@ -3,7 +3,6 @@ entity, a retraction leaving the counts, declared views in the store's entities.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

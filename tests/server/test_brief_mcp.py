@@ -161,5 +161,5 @@ async def test_brief_follows_the_clients_workspace_root(store, tmp_path):
             )
             assert saved["project"].startswith("workspace-")
             text = (await client.read_resource(URI, cache_mode="bypass")).contents[0].text
-            assert f"- lint_command: `ruff check .` (since " in text and saved["facts"][0]["id"] in text
+            assert "- lint_command: `ruff check .` (since " in text and saved["facts"][0]["id"] in text
             assert prompt_text(await client.get_prompt("brief")) == text

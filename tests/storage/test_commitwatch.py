@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from chronomem.search.engine import open_store, vector_search
-from chronomem.storage import Filter, MemoryStore
+from chronomem.storage import Filter
 from chronomem.storage.commitwatch import CommitWatch
 from tests.search.test_readindex import DIM, make_rows, rand_vector
 
