@@ -478,7 +478,8 @@ def successor_of(lead: MemoryRecord, later: MemoryRecord, known: str, subject: s
     It names one of `lead`'s values that `known` (the question, the project names: lower case) does not, and
     either gives another value of that kind (an update: "from A to B", "A → B", "B, not A") or carries a
     negator or a word of doubt (a retraction: "can't back up A"). `subject`, when given, is a term `later` must
-    contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is not "dispatch".
+    contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is not "dispatch", but
+    "the reporting code is now in `crates/` (was src/reporting/)" still speaks of reporting.
     """
     if later.valid_at <= lead.valid_at:
         return False
@@ -492,29 +493,39 @@ def successor_of(lead: MemoryRecord, later: MemoryRecord, known: str, subject: s
         return False
     if subject is None:
         return True
-    return subject in term_set(later.content) and not any(subject in term_set(v) for v in shared)
+    rest = later.content.lower()
+    for value in shared:
+        rest = rest.replace(value, " ")
+    return subject in term_set(rest)
+
+
+def _successors(
+    lead: Ranked, items: list[Ranked], known: str, config: RankConfig, weights: dict[str, float], skip: set[int]
+) -> list[Ranked]:
+    """The items (not in `skip`) that are a later word on `lead`'s value (`successor_of`): about the same thing
+    (vectors at least `same_topic_cosine` alike, holding `lead`'s heaviest query term by pool IDF), neither
+    foreign nor hedged."""
+    vector = lead.candidate.record.vector
+    if vector is None:
+        return []
+    found = contained(lead.candidate)
+    held = [t for t in weights if t in found]
+    subject = max(held, key=lambda t: (weights[t], t)) if held else None
+    return [
+        item for item in items
+        if id(item) not in skip and not item.foreign and not item.hedged
+        and item.candidate.record.vector is not None
+        and cosine(vector, item.candidate.record.vector) >= config.same_topic_cosine
+        and successor_of(lead.candidate.record, item.candidate.record, known, subject)
+    ]
 
 
 def _follow_successors(items: list[Ranked], query: QueryInfo, config: RankConfig, weights: dict[str, float]) -> list[Ranked]:
-    """Put first the last of the chain of successors (`successor_of`) that starts at the leader: each about the
-    same thing as the one before (vectors at least `same_topic_cosine` alike, and holding its heaviest query
-    term by pool IDF, `term_weights`), neither foreign nor hedged."""
-    known = " ".join((query.text, *query.project_names, *query.other_project_names)).lower()
+    """Put first the last of the chain of successors (`_successors`) that starts at the leader."""
+    known = " ".join((query.text, *query.project_names, *query.other_project_names)).lower()  # not its values
     lead = items[0]
     seen = {id(lead)}
-    while (vector := lead.candidate.record.vector) is not None:
-        found = contained(lead.candidate)
-        held = [t for t in weights if t in found]
-        subject = max(held, key=lambda t: (weights[t], t)) if held else None
-        after = [
-            item for item in items
-            if id(item) not in seen and not item.foreign and not item.hedged
-            and item.candidate.record.vector is not None
-            and cosine(vector, item.candidate.record.vector) >= config.same_topic_cosine
-            and successor_of(lead.candidate.record, item.candidate.record, known, subject)
-        ]
-        if not after:
-            break
+    while after := _successors(lead, items, known, config, weights, seen):
         lead = max(after, key=lambda r: r.candidate.record.valid_at)
         seen.add(id(lead))
     if lead is items[0]:

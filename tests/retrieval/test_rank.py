@@ -412,3 +412,7 @@ def test_successor_of_needs_a_later_note_a_shared_value_the_question_does_not_na
     feeds = note("feeds was carved out of warehouse-server and now runs in dispatch-jobs.", 10)
     # "dispatch" is in that note only as part of the value it shares
     assert not successor_of(host, feeds, known="", subject="dispatch")
+    # ... where a note that also says it outside the shared value speaks of it
+    path = note("The reporting module lives in src/reporting/.", 0)
+    moved = note("The directory of the reporting code is now `crates/reporting/src/` (was src/reporting/).", 10)
+    assert successor_of(path, moved, known="", subject=terms("reporting")[0])
