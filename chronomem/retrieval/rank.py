@@ -511,12 +511,12 @@ def _successors(
     found = contained(lead.candidate)
     held = [t for t in weights if t in found]
     subject = max(held, key=lambda t: (weights[t], t)) if held else None
-    return [
+    return [  # the cheap tests first: most of a pool is older than the leader or shares none of its values
         item for item in items
         if id(item) not in skip and not item.foreign and not item.hedged
         and item.candidate.record.vector is not None
-        and cosine(vector, item.candidate.record.vector) >= config.same_topic_cosine
         and successor_of(lead.candidate.record, item.candidate.record, known, subject)
+        and cosine(vector, item.candidate.record.vector) >= config.same_topic_cosine
     ]
 
 
