@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -472,23 +473,26 @@ def _newer_wins(
     return ordered + [r for r in items if id(r) not in members]
 
 
-def successor_of(lead: MemoryRecord, later: MemoryRecord, known: str, subject: str | None = None) -> bool:
+def successor_of(
+    lead: MemoryRecord, later: MemoryRecord, known: str, subject: str | None = None, common: Collection[str] = ()
+) -> bool:
     """Whether `later` (valid after `lead`) is the later word on a value `lead` gives about `subject`.
 
     It names one of `lead`'s values that `known` (the question, the project names: lower case) does not, and
     either gives another value of that kind (an update: "from A to B", "A → B", "B, not A") or carries a
     negator or a word of doubt (a retraction: "can't back up A"). `subject`, when given, is a term `later` must
     contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is not "dispatch", but
-    "the reporting code is now in `crates/` (was src/reporting/)" still speaks of reporting.
+    "the reporting code is now in `crates/` (was src/reporting/)" still speaks of reporting. Values in
+    `common` (ones much of the pool gives: a year, a speaker's name) single out nothing and are not shared.
     """
     if later.valid_at <= lead.valid_at:
         return False
     own, theirs = value_kinds(lead.content), value_kinds(later.content)
     shared: set[str] = set()
     for kind, values in own.items():
-        common = {v for v in values & theirs.get(kind, frozenset()) if v not in known}
-        if common and (theirs[kind] - values or unasserting(later.content)):
-            shared |= common
+        both = {v for v in values & theirs.get(kind, frozenset()) if v not in known and v not in common}
+        if both and (theirs[kind] - values or unasserting(later.content)):
+            shared |= both
     if not shared:
         return False
     if subject is None:
@@ -500,7 +504,8 @@ def successor_of(lead: MemoryRecord, later: MemoryRecord, known: str, subject: s
 
 
 def _successors(
-    lead: Ranked, items: list[Ranked], known: str, config: RankConfig, weights: dict[str, float], skip: set[int]
+    lead: Ranked, items: list[Ranked], known: str, common: set[str], config: RankConfig, weights: dict[str, float],
+    skip: set[int],
 ) -> list[Ranked]:
     """The items (not in `skip`) that are a later word on `lead`'s value (`successor_of`): about the same thing
     (vectors at least `same_topic_cosine` alike, holding `lead`'s heaviest query term by pool IDF), neither
@@ -515,7 +520,7 @@ def _successors(
         item for item in items
         if id(item) not in skip and not item.foreign and not item.hedged
         and item.candidate.record.vector is not None
-        and successor_of(lead.candidate.record, item.candidate.record, known, subject)
+        and successor_of(lead.candidate.record, item.candidate.record, known, subject, common)
         and cosine(vector, item.candidate.record.vector) >= config.same_topic_cosine
     ]
 
@@ -523,9 +528,13 @@ def _successors(
 def _follow_successors(items: list[Ranked], query: QueryInfo, config: RankConfig, weights: dict[str, float]) -> list[Ranked]:
     """Put first the last of the chain of successors (`_successors`) that starts at the leader."""
     known = " ".join((query.text, *query.project_names, *query.other_project_names)).lower()  # not its values
+    # a value more of the pool gives than `distinctive_share` (the date stamp's year, a speaker) singles out nothing
+    given = Counter(v for item in items for found in value_kinds(item.candidate.record.content).values() for v in found)
+    limit = max(3, int(len(items) * config.distinctive_share))
+    common = {v for v, n in given.items() if n > limit}
     lead = items[0]
     seen = {id(lead)}
-    while after := _successors(lead, items, known, config, weights, seen):
+    while after := _successors(lead, items, known, common, config, weights, seen):
         lead = max(after, key=lambda r: r.candidate.record.valid_at)
         seen.add(id(lead))
     if lead is items[0]:

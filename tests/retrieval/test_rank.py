@@ -416,3 +416,22 @@ def test_successor_of_needs_a_later_note_a_shared_value_the_question_does_not_na
     path = note("The reporting module lives in src/reporting/.", 0)
     moved = note("The directory of the reporting code is now `crates/reporting/src/` (was src/reporting/).", 10)
     assert successor_of(path, moved, known="", subject=terms("reporting")[0])
+
+
+def test_a_value_much_of_the_pool_gives_ties_no_note_to_another() -> None:
+    """Every turn of a chat carries its date stamp: the year and the speaker's name are in most of the pool, so a
+    later turn sharing them (with another day) is no later word on anything."""
+    asked = cand("[15 July 2023] Melanie: Flowers bring joy; they were an important part of my wedding.", dense=0.8)
+    asked.lexical = 12.0
+    later = [
+        cand(f"[{day} August 2023] Melanie: Wow, Caroline, the colors are bright and the flowers pretty.", days=day,
+             dense=0.6)
+        for day in (20, 25)
+    ] + [cand(f"[{day} June 2023] Caroline: Thanks, Melanie! See you soon.", days=-day, dense=0.3) for day in (1, 2, 3)]
+    for c in later:
+        c.lexical = 4.0
+    query = QueryInfo("What do flowers mean to Melanie?")
+    assert texts(rank(query, [asked, *later]))[0] == asked.record.content
+    # the same notes in a pool where the year is rare: then it is a shared value, and the later note leads
+    assert successor_of(asked.record, later[1].record, known=query.text.lower())
+    assert not successor_of(asked.record, later[1].record, known=query.text.lower(), common={"2023"})
