@@ -270,9 +270,14 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
 def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> set[str]:
     """The names that single out a few candidates; one most of the pool mentions (a speaker, the
     project itself) says nothing about which memory is meant."""
-    limit = max(3, int(len(pool) * config.distinctive_share))
+    limit = most_distinctive(len(pool), config)
     texts = [c.record.content.lower() for c in pool]
     return {n for n in names if sum(n in t for t in texts) <= limit}
+
+
+def most_distinctive(pool_size: int, config: RankConfig) -> int:
+    """The most candidates a name or value may appear in and still single some out (`distinctive_share`)."""
+    return max(3, int(pool_size * config.distinctive_share))
 
 
 def project_terms(query: QueryInfo) -> frozenset[str]:
@@ -530,7 +535,7 @@ def _follow_successors(items: list[Ranked], query: QueryInfo, config: RankConfig
     known = " ".join((query.text, *query.project_names, *query.other_project_names)).lower()  # not its values
     # a value more of the pool gives than `distinctive_share` (the date stamp's year, a speaker) singles out nothing
     given = Counter(v for item in items for found in value_kinds(item.candidate.record.content).values() for v in found)
-    limit = max(3, int(len(items) * config.distinctive_share))
+    limit = most_distinctive(len(items), config)
     common = {v for v, n in given.items() if n > limit}
     lead = items[0]
     seen = {id(lead)}
