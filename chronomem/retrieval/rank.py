@@ -544,6 +544,7 @@ def _follow_successors(items: list[Ranked], query: QueryInfo, config: RankConfig
         seen.add(id(lead))
     if lead is items[0]:
         return items
+    lead.channels.append("later word")  # why it leads though it scored lower: recall shows the channels
     return [lead] + [r for r in items if r is not lead]
 
 

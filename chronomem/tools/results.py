@@ -70,7 +70,8 @@ class MemoryItem(BaseModel):
     channels: list[str] = Field(
         default_factory=list,
         description="Which retrieval channels matched: dense, lexical, entity (a name the query gives), slot (a stated "
-        "fact's subject and predicate named), slot meaning (... meant), dated (began in the day or month the query names), bridge (found through the best match), context (written next to a match), answer type (holds the kind of answer asked for: someone for who, a path for which folder, an address for what URL, a number for which port)",
+        "fact's subject and predicate named), slot meaning (... meant), dated (began in the day or month the query names), bridge (found through the best match), context (written next to a match), answer type (holds the kind of answer asked for: someone for who, a path for which folder, an address for what URL, a number for which port), "
+        "later word (leads because it replaces or takes back the value of the best match)",
     )
     conflicts_with: list[str] = Field(
         default_factory=list, description="Live facts that disagree with this one (see `history`)"

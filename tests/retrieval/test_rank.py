@@ -366,7 +366,12 @@ def test_a_later_note_naming_the_leaders_value_beside_another_of_its_kind_takes_
     query = QueryInfo("Which service runs translations?")
     # the update shares one word with the question: it scores too far below to win by "the newer wins" alone
     assert texts(rank(query, [old, moved, *siblings], RankConfig(succession=False)))[0] == old.record.content
-    assert texts(rank(query, [old, moved, *siblings]))[:2] == [moved.record.content, old.record.content]
+    ranked = rank(query, [old, moved, *siblings])
+    assert texts(ranked)[:2] == [moved.record.content, old.record.content]
+    # recall shows why it leads though it scored lower; nothing else is marked so
+    assert "later word" in ranked.items[0].channels
+    assert not any("later word" in item.channels for item in ranked.items[1:])
+    assert not any("later word" in item.channels for item in rank(replace(query, intent="event"), [old, moved]).items)
     # the chain goes on from the update: the next note naming its new value and another
     again = cand("translations left tagging-server; it runs in payroll-jobs now.", days=60, dense=0.60)
     again.lexical = 5.0
