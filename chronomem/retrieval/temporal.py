@@ -1,7 +1,7 @@
 """What a query says about time: the moment it names, and whether it asks about now, then, or change.
 
 `read_time` finds dated phrasing ("on May 10, 2024", "in March", "as of 2024-05-01",
-"3 weeks ago", "last week") and returns the query without it — so dates do not skew
+"on Friday, 18 July 2025", "3 weeks ago", "last week") and returns the query without it — so dates do not skew
 lexical and dense matching — plus the moment it names, which narrows the slice. It
 also classifies the intent, which decides how ranking treats newer and older memories
 about the same thing: `current` (the default: what is true now — the newer wins),
@@ -33,7 +33,10 @@ _MONTHS = {
     )
     for m in names
 }
-_LEAD = r"\b(?:(?:back|as|way)\s+)?(?:on|in|around|at|of|by|during|since|before|after|as\s+of)?\s*"
+# a weekday written before a date belongs to it ("on Friday, 18 July 2025", "Fri, 18 Jul 2025"): left in the query,
+# it would be a word for the search to match
+_WEEKDAY = r"(?:(?:mon|tue(?:s)?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?\.?,?\s+)?"
+_LEAD = r"\b(?:(?:back|as|way)\s+)?(?:on|in|around|at|of|by|during|since|before|after|as\s+of)?\s*" + _WEEKDAY
 _PATTERNS = [
     # 2024-05-10, 2024-05-10T12:00Z
     re.compile(_LEAD + r"(?P<iso>\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?)", re.I),
@@ -100,7 +103,7 @@ def read_time(query: str, now: datetime) -> TimeReading:
         since, at = moment
         text = (text[: match.start()] + " " + text[match.end():]).strip()
         break
-    text = re.sub(r"\s+([,?.!])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,")
+    text = re.sub(r"\s+([,?.!:;])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,:;")
     if _HISTORY.search(query) and at is None:  # a question pinned to one moment asks what held then
         intent = "history"
     elif _SEVERAL.search(query):

@@ -86,6 +86,15 @@ def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
         ("How many times has the deploy failed?", None, "How many times has the deploy failed?", "several"),
         ("Which Redis does the cache use?", None, "Which Redis does the cache use?", "current"),  # a name, not a plural
         ("What status does the ticket have?", None, "What status does the ticket have?", "current"),
+        # a weekday written before the date is part of the dated phrase, not a word to search for
+        ("Back on Friday, 18 July 2024: which port did audit-svc use?", datetime(2024, 7, 18, 23, 59, 59, 999999, tzinfo=UTC),
+         "which port did audit-svc use?", "past"),
+        ("What did we ship on Wed, 3 Jul 2024?", datetime(2024, 7, 3, 23, 59, 59, 999999, tzinfo=UTC), "What did we ship?",
+         "past"),
+        ("Billing on Monday 2024-05-06: the owner was who?", datetime(2024, 5, 6, 23, 59, 59, 999999, tzinfo=UTC),
+         "Billing: the owner was who?", "past"),
+        # a weekday alone names no date
+        ("What did we decide on Monday?", None, "What did we decide on Monday?", "current"),
     ],
 )
 def test_read_time(query: str, at: datetime | None, text: str, intent: str) -> None:
