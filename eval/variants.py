@@ -39,7 +39,8 @@ def changes(result: dict[str, Any], queries: dict[str, dict[str, Any]], notes: d
     answers = result.get("ranker_queries") or {}
     missing = [name for name in (base, variant) if name not in answers]
     if missing:
-        raise ValueError(f"no answers kept for {', '.join(missing)}; rankers in the file: {', '.join(answers) or 'none'}")
+        kept = ", ".join(answers) or "none"
+        raise ValueError(f"no answers kept for {', '.join(missing)}; rankers in the file: {kept}")
     out = []
     for qid, first_base in answers[base].items():
         query = queries.get(qid)

@@ -1,8 +1,8 @@
 """What a query says about time: the moment it names, and whether it asks about now, then, or change.
 
 `read_time` finds dated phrasing ("on May 10, 2024", "in March", "as of 2024-05-01",
-"on Friday, 18 July 2025", "3 weeks ago", "last week") and returns the query without it — so dates do not skew
-lexical and dense matching — plus the moment it names, which narrows the slice. It
+"on Friday, 18 July 2025", "3 weeks ago", "last week") and returns the query without it —
+so dates do not skew lexical and dense matching — plus the moment it names, which narrows the slice. It
 also classifies the intent, which decides how ranking treats newer and older memories
 about the same thing: `current` (the default: what is true now — the newer wins),
 `past` (a dated question: what was true then — the newer within that slice wins),
