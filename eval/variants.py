@@ -42,12 +42,12 @@ def changes(result: dict[str, Any], queries: dict[str, dict[str, Any]], notes: d
         kept = ", ".join(answers) or "none"
         raise ValueError(f"no answers kept for {', '.join(missing)}; rankers in the file: {kept}")
     out = []
-    for qid, first_base in answers[base].items():
+    for qid, base_ranking in answers[base].items():
         query = queries.get(qid)
         if query is None or not query.get("gold_ids"):
             continue  # abstention questions have no right answer to win or lose
         gold = set(query["gold_ids"])
-        a, b = (first_base or [None])[0], (answers[variant].get(qid) or [None])[0]
+        a, b = (base_ranking or [None])[0], (answers[variant].get(qid) or [None])[0]
         if (a in gold) == (b in gold):
             continue
         out.append(Change(qid, query["type"], query["query"], b in gold, notes.get(a or ""), notes.get(b or "")))
