@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.common import read_jsonl
+from eval.metrics import top1_in
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,12 @@ def changes(result: dict[str, Any], queries: dict[str, dict[str, Any]], notes: d
         query = queries.get(qid)
         if query is None or not query.get("gold_ids"):
             continue  # abstention questions have no right answer to win or lose
-        gold = set(query["gold_ids"])
-        a, b = (base_ranking or [None])[0], (answers[variant].get(qid) or [None])[0]
-        if (a in gold) == (b in gold):
+        variant_ranking = answers[variant].get(qid) or []
+        won = top1_in(variant_ranking, query["gold_ids"])
+        if top1_in(base_ranking, query["gold_ids"]) == won:
             continue
-        out.append(Change(qid, query["type"], query["query"], b in gold, notes.get(a or ""), notes.get(b or "")))
+        first = (notes.get(r[0]) if r else None for r in (base_ranking, variant_ranking))
+        out.append(Change(qid, query["type"], query["query"], won, *first))
     return out
 
 
