@@ -4,22 +4,25 @@
 the port is in "notifications-svc listens on port 8576", which shares no word with the question but
 the name the first memory brought. When the best match leaves some of the question's terms
 uncovered and names things the question does not, one full-text search for those names with the
-question's uncovered terms looks for the memory that closes the gap; the first match that carries
-one of the names and an uncovered term joins the first five results (fifth), unless it is there.
+question's uncovered words looks for the memory that closes the gap. Of the matches that carry one
+of the names, the one closest in meaning to the uncovered words (the cosine of its vector to theirs)
+joins the first five results (fifth), unless it is there. Meaning, not a shared word: the memory that
+answers "which team lead do I contact?" says "the Localization team is led by Astrid Holm", and the
+one for "which channel" says "ping them in #fraud-kt on Slack".
 
-Pure except for the searcher's lexical lookup (`Searcher.lexical`); the first four places are never taken, so a one-hop answer,
-and the next best matches, keep theirs.
+Pure except for the searcher's lexical lookup (`Searcher.lexical`) and the embedding of the uncovered words
+(`meaning`); the first four places are never taken, so a one-hop answer, and the next best matches, keep theirs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.rank import QueryInfo, query_terms
-from chronomem.search.candidates import Searcher
+from chronomem.search.candidates import Searcher, cosine
 from chronomem.search.terms import entities, terms
 
 #: Names of the best match the second search looks for, at most.
@@ -44,8 +47,11 @@ class Bridge:
     search: str
 
 
-def bridge_search(searcher: Searcher, query: QueryInfo, ranked: list[MemoryRecord]) -> Bridge | None:
-    """The memory that answers what the best of `ranked` leaves open, when it is not already near the top."""
+def bridge_search(
+    searcher: Searcher, query: QueryInfo, ranked: list[MemoryRecord], meaning: Callable[[str], Sequence[float]]
+) -> Bridge | None:
+    """The memory that answers what the best of `ranked` leaves open, when it is not already near the top.
+    `meaning` embeds a phrase (the question's uncovered words)."""
     if not ranked:
         return None
     top = ranked[0]
@@ -61,17 +67,19 @@ def bridge_search(searcher: Searcher, query: QueryInfo, ranked: list[MemoryRecor
         return None
     words = [w for w in query.text.split() if set(terms(w)) & uncovered]
     search = " ".join([*new_names, *words])
-    near_top = {r.id for r in ranked[: BRIDGE_POSITION + 1]}
-    for record, score in searcher.lexical(search, BRIDGE_SEARCH_LIMIT):
-        if record.id == top.id:
-            continue
+    carriers = []
+    for record, score in searcher.lexical(search, BRIDGE_SEARCH_LIMIT, with_vectors=True):
         text = record.content.lower()
         carried = tuple(n for n in new_names if n in text)
-        if carried and uncovered & set(terms(record.content)):
-            if record.id in near_top:
-                return None
-            return Bridge(record, score, carried, search)
-    return None
+        if carried and record.id != top.id and record.vector is not None:
+            carriers.append(Bridge(record, score, carried, search))
+    if not carriers:
+        return None
+    gap = meaning(" ".join(words) or query.text)
+    found = max(carriers, key=lambda c: cosine(gap, c.record.vector))  # type: ignore[arg-type]
+    if found.record.id in {r.id for r in ranked[: BRIDGE_POSITION + 1]}:
+        return None
+    return found
 
 
 def placed(ranked: list[T], found: T, id_of: Callable[[T], str]) -> list[T]:

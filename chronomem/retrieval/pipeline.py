@@ -134,7 +134,7 @@ def ranked_hits(
     if config.context_share and adjacent:
         hits = with_context(searcher, hits, adjacent, config)
     if config.second_hop:
-        hits = _second_hop(searcher, query, hits)
+        hits = _second_hop(searcher, query, hits, query_vector, slot_vectors)
     return hits, None
 
 
@@ -197,9 +197,20 @@ def with_context(
     return context_additions(hits, additions, lambda h: h.record.id, lambda h: h.score)
 
 
-def _second_hop(searcher: Searcher, query: QueryInfo, hits: list[Hit]) -> list[Hit]:
-    """`hits` with the memory the best one points to among the first five (bridge.py), when there is one."""
-    found = bridge_search(searcher, query, [h.record for h in hits])
+def _second_hop(
+    searcher: Searcher,
+    query: QueryInfo,
+    hits: list[Hit],
+    query_vector: Sequence[float],
+    phrase_vectors: PhraseVectors | None,
+) -> list[Hit]:
+    """`hits` with the memory the best one points to among the first five (bridge.py), when there is one; the
+    uncovered words it is chosen by are embedded by `phrase_vectors` (without it, the whole query's vector)."""
+
+    def meaning(phrase: str) -> Sequence[float]:
+        return phrase_vectors([phrase])[phrase] if phrase_vectors is not None else query_vector
+
+    found = bridge_search(searcher, query, [h.record for h in hits], meaning)
     if found is None:
         return hits
     earlier = next((h for h in hits if h.record.id == found.record.id), None)

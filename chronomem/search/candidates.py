@@ -40,8 +40,8 @@ class Searcher(Protocol):
         """Union of the dense and lexical top-`pool` rows of the slice, with their scores."""
         ...
 
-    def lexical(self, text: str, limit: int) -> list[tuple[MemoryRecord, float]]:
-        """Lexical (BM25) matches of `text` in the slice, best first."""
+    def lexical(self, text: str, limit: int, with_vectors: bool = False) -> list[tuple[MemoryRecord, float]]:
+        """Lexical (BM25) matches of `text` in the slice, best first (with their vectors when asked)."""
         ...
 
     def absent(self, names: Sequence[str], verbatim: dict[str, bool | None]) -> list[str]:

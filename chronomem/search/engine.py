@@ -109,8 +109,8 @@ class Search:
                 candidate.terms = contains.get(candidate.record.id)
         return list(found.values())
 
-    def lexical(self, text: str, limit: int) -> Found:
-        return text_search(self.store, text, self.flt, limit)
+    def lexical(self, text: str, limit: int, with_vectors: bool = False) -> Found:
+        return text_search(self.store, text, self.flt, limit, with_vectors)
 
     def absent(self, names: Sequence[str], verbatim: dict[str, bool | None]) -> list[str]:
         """The `names` that a full-text search of the whole slice for the name does not find mentioned

@@ -47,3 +47,26 @@ def test_placed_moves_an_item_to_second_place_once() -> None:
     assert placed(list("abcdefg"), "g", str) == list("abcdgef")
     assert placed(list("abcdef"), "x", str) == list("abcdxef")
     assert placed(["a"], "x", str) == ["a", "x"]
+
+
+OWNERS = [
+    *(f"The {module} module is owned by the {team} team." for module, team in
+      [("billing", "Payments"), ("search", "Discovery"), ("ledger", "Payments"), ("gateway", "Platform"),
+       ("catalog", "Discovery"), ("audit", "Security")]),
+    *(f"Escalations for {team} go through the on-call rota first." for team in ["Payments", "Discovery", "Platform"]),
+    "The loyalty module is owned by the Localization team.",
+    "Channel for Localization: #localization-help.",
+    "The Localization team reviews every string change.",
+    "Localization ships translations every sprint.",
+]
+
+
+def test_the_second_hop_is_chosen_by_meaning_not_a_shared_word(svc: MemoryService) -> None:
+    # "lead" in the question, "led" in the answer: no word in common, the same meaning
+    for text in OWNERS:
+        remember(svc, text)
+    remember(svc, "The Localization team is led by Astrid Holm.")
+    answer = recall(svc, "For an escalation on loyalty, which team lead do I contact?", limit=5).results
+    assert "loyalty" in answer[0].text and "Localization" in answer[0].text
+    hops = [item.text for item in answer if "bridge" in item.channels]
+    assert hops == ["The Localization team is led by Astrid Holm."]
