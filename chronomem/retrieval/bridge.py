@@ -75,8 +75,10 @@ def bridge_search(
             carriers.append(Bridge(record, score, carried, search))
     if not carriers:
         return None
-    gap = meaning(" ".join(words) or query.text)
-    found = max(carriers, key=lambda c: cosine(gap, c.record.vector))  # type: ignore[arg-type]
+    found = carriers[0]
+    if len(carriers) > 1:  # a choice to make: only then embed the uncovered words
+        gap = meaning(" ".join(words) or query.text)
+        found = max(carriers, key=lambda c: cosine(gap, c.record.vector))  # type: ignore[arg-type]
     if found.record.id in {r.id for r in ranked[: BRIDGE_POSITION + 1]}:
         return None
     return found
