@@ -11,7 +11,9 @@ and times 200 recalls of the LoCoMo questions and then 100 remembers of new note
 corpus; `--recalls`, `--remembers`). Sequential full `bench_latency` runs on this 2-core machine drift by more than the
 differences sought (a `tools/list` round trip, which runs no tool, took 21 ms in one run and 9 in
 the next); interleaving puts each side under the same drift. Prints each run's medians and, per side,
-the median over rounds and its ratio to the first side.
+the median over rounds and its ratio to the first side; then where recall's time goes: the mean time a
+recall spends in each of its stages (`STAGES`: embedding the query, candidates, neighbours, rank, context,
+second hop), timed in the same runs, in either checkout's layout of the read path.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ONE_SIDE = """
-import json, statistics, sys, time
+import importlib, json, statistics, sys, time
+from collections import defaultdict
 from pathlib import Path
 from eval.bench_latency import PROJECT, Corpus
 from eval.common import make_embedder, settings_for
@@ -34,6 +38,30 @@ from chronomem.records import utcnow
 from chronomem.service import MemoryService
 from chronomem.tools import recall, remember
 store, data, seed, recalls, remembers = Path(sys.argv[1]), Path(sys.argv[2]), *map(int, sys.argv[3:6])
+stages = json.loads(sys.argv[6])
+spent = defaultdict(float)
+def timed(label, owner, name):
+    inner = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[label] += time.perf_counter() - start
+    setattr(owner, name, wrapper)
+for label, places in stages.items():
+    for place in places:  # the first that this checkout has
+        module_name, _, path = place.partition(":")
+        try:
+            owner = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        *parents, name = path.split(".")
+        for parent in parents:
+            owner = getattr(owner, parent, None)
+        if owner is not None and hasattr(owner, name):
+            timed(label, owner, name)
+            break
 corpus = Corpus.load(data)
 svc = MemoryService(settings_for(store, PROJECT), embedder=make_embedder())
 queries, notes = corpus.queries(recalls), corpus.new_notes(remembers + 1, seed=seed, today=utcnow())
@@ -48,11 +76,24 @@ def median_ms(call, items):
         call(item)
         times.append((time.perf_counter() - start) * 1000)
     return round(statistics.median(times), 2)
+spent.clear()
 out = {"recall": median_ms(lambda q: recall(svc, q), queries)}
+out["stages"] = {label: round(spent[label] * 1000 / len(queries), 2) for label in stages if label in spent}
 remember(svc, notes[0])
 out["remember"] = median_ms(lambda t: remember(svc, t), notes[1:])
 print(json.dumps(out))
 """
+
+#: Stages of recall timed in each run (mean ms a recall), each where this checkout or an older one has it
+#: (the read path moved from `retrieval/search.py` to `retrieval/pipeline.py` and `search/engine.py`).
+STAGES: dict[str, list[str]] = {
+    "embed the query": ["chronomem.service:MemoryService.embed_one"],
+    "candidates": ["chronomem.search.engine:Search.candidates", "chronomem.retrieval.search:gather"],
+    "neighbours": ["chronomem.retrieval.pipeline:attach_adjacent", "chronomem.retrieval.search:attach_adjacent"],
+    "rank": ["chronomem.retrieval.pipeline:rank", "chronomem.retrieval.search:rank"],
+    "context": ["chronomem.retrieval.pipeline:with_context", "chronomem.retrieval.search:with_context"],
+    "second hop": ["chronomem.retrieval.pipeline:_second_hop", "chronomem.retrieval.search:_second_hop"],
+}
 
 
 def compact(store: Path) -> None:
@@ -62,11 +103,12 @@ def compact(store: Path) -> None:
     lance.dataset(str(store / "memories.lance")).optimize.compact_files()
 
 
-def run_side(checkout: Path, store: Path, data: Path, seed: int, env: dict[str, str], counts: tuple[int, int]) -> dict[str, float]:
-    """One side's medians (ms) from a child process with `checkout` first on its path."""
+def run_side(checkout: Path, store: Path, data: Path, seed: int, env: dict[str, str], counts: tuple[int, int]) -> dict[str, Any]:
+    """One side's medians (ms) and recall's stage means (ms, `STAGES`) from a child process with `checkout`
+    first on its path."""
     child_env = {**os.environ, **env, "PYTHONPATH": str(checkout)}
     done = subprocess.run(
-        [sys.executable, "-c", ONE_SIDE, str(store), str(data), str(seed), *map(str, counts)],
+        [sys.executable, "-c", ONE_SIDE, str(store), str(data), str(seed), *map(str, counts), json.dumps(STAGES)],
         cwd=checkout, env=child_env, capture_output=True, text=True, check=False,
     )
     if done.returncode != 0:
@@ -77,9 +119,9 @@ def run_side(checkout: Path, store: Path, data: Path, seed: int, env: dict[str, 
 def run(
     sides: dict[str, tuple[Path, Path]], envs: dict[str, dict[str, str]], rounds: int, data: Path,
     counts: tuple[int, int] = (200, 100),
-) -> dict[str, list[dict[str, float]]]:
+) -> dict[str, list[dict[str, Any]]]:
     """Every side's medians, round by round (`counts`: recalls and remembers a run times)."""
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
     for round_number in range(1, rounds + 1):
         for name, (checkout, store) in sides.items():
             compact(store)
@@ -90,7 +132,7 @@ def run(
     return runs
 
 
-def table(runs: dict[str, list[dict[str, float]]]) -> str:
+def table(runs: dict[str, list[dict[str, Any]]]) -> str:
     """Per side, the median over rounds and its ratio to the first side, as Markdown."""
     lines = ["| side | recall median of rounds, ms | × first | remember median of rounds, ms | × first |", "|---|---|---|---|---|"]
     first = next(iter(runs))
@@ -101,6 +143,19 @@ def table(runs: dict[str, list[dict[str, float]]]) -> str:
             f"| {name} | {med['recall']:.2f} | {med['recall'] / base['recall']:.2f} | {med['remember']:.2f} | "
             f"{med['remember'] / base['remember']:.2f} |"
         )
+    return "\n".join(lines)
+
+
+def stage_table(runs: dict[str, list[dict[str, Any]]]) -> str:
+    """Per side, each recall stage's mean ms (median over rounds), as Markdown: where the sides differ."""
+    labels = [label for label in STAGES if any(label in r.get("stages", {}) for results in runs.values() for r in results)]
+    lines = ["| side | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
+    for name, results in runs.items():
+        cells = []
+        for label in labels:
+            values = [r["stages"][label] for r in results if label in r.get("stages", {})]
+            cells.append(f"{statistics.median(values):.2f}" if values else "–")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -125,6 +180,7 @@ def main() -> None:
         envs[name][var] = value
     runs = run(sides, envs, args.rounds, args.data.resolve(), (args.recalls, args.remembers))
     print("\n" + table(runs))
+    print("\nRecall's stages, mean ms a recall (median of rounds):\n\n" + stage_table(runs))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """eval/bench_ab.py end to end at a tiny size: a store kept by bench_latency, copied for two sides of this
-checkout, two rounds taking turns; every run's medians exist and the table compares them. No timing is
-asserted."""
+checkout, two rounds taking turns; every run's medians and recall's stage times exist and the tables compare
+them. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.bench_ab import run, table
+from eval.bench_ab import STAGES, run, stage_table, table
 from eval.bench_latency import Config
 from eval.bench_latency import run as bench_latency
 from tests.conftest import shared_dir
@@ -31,3 +31,8 @@ def test_two_sides_take_turns_and_are_compared(tmp_path: Path) -> None:
     assert all(0 < result[tool] for results in runs.values() for result in results for tool in ("recall", "remember"))
     lines = table(runs).splitlines()
     assert lines[2].startswith("| a |") and "| 1.00 |" in lines[2] and lines[3].startswith("| b |")
+    # every stage of recall is found in this checkout and timed in every run
+    assert all(set(result["stages"]) == set(STAGES) for results in runs.values() for result in results)
+    assert all(0 < result["stages"]["embed the query"] for results in runs.values() for result in results)
+    header, _, row_a, row_b = stage_table(runs).splitlines()
+    assert header == "| side | " + " | ".join(STAGES) + " |" and row_a.startswith("| a |") and "–" not in row_a + row_b
