@@ -666,8 +666,8 @@ class ReadIndex:
         return scores, asked, holds
 
     def _top_matches(self, scores: np.ndarray, limit: int, with_vectors: bool) -> list[tuple[MemoryRecord, float]]:
-        matched = int(np.count_nonzero(scores))
-        rows = top_rows(scores, limit, matched)  # scores are > 0 where a term matched: the top `matched` rows
+        matched = np.flatnonzero(scores)  # scores are > 0 where a term matched: the top is among those rows
+        rows = matched[top_rows(scores[matched], limit, len(matched))]
         return self._records(rows, scores[rows], with_vectors)
 
     def adjacent(

@@ -141,3 +141,31 @@ def test_a_filter_keeping_fewer_rows_than_the_shortlist_is_searched_exactly(tmp_
     query = rows[17]
     assert matrix.shortlist(query, keep, 300) is None
     assert matrix.top(query, keep, 25)[0].tolist() == brute_force(rows, query, keep, 25)
+
+
+@pytest.mark.parametrize("size", [50, 1_000, 40_000, 120_000])
+def test_largest_is_the_exact_top_k_and_breaks_ties_toward_the_newest_rows(size: int) -> None:
+    """The sampled threshold only narrows where the partition looks: the answer is the top k of a full sort by
+    (score descending, index descending), with ties (rounded scores), masked rows (-inf) and k large or small."""
+    rng = np.random.default_rng(size)
+    for trial in range(12):
+        scores = np.round(rng.standard_normal(size), 1 if trial % 2 else 4).astype(np.float32)
+        if trial % 3 == 0:
+            scores[rng.random(size) < 0.7] = -np.inf
+        k = int(rng.integers(1, size))
+        best_first = np.lexsort((-np.arange(size), -scores))
+        assert np.array_equal(np.sort(densematrix.largest(scores, k)), np.sort(best_first[:k]))
+        finite = int(np.isfinite(scores).sum())
+        assert np.array_equal(densematrix.top_rows(scores, k, size), best_first[: min(k, finite)])
+
+
+def test_largest_partitions_everything_when_the_sample_threshold_keeps_too_few() -> None:
+    """When only the sampled scores are high, about 2·k/`SAMPLE_STRIDE` of them reach the threshold: fewer
+    than k, so the whole array is partitioned."""
+    scores = np.zeros(100_000, dtype=np.float32)
+    sampled = scores[:: densematrix.SAMPLE_STRIDE]
+    sampled[:] = np.arange(1, len(sampled) + 1)
+    k = 1_000
+    assert len(scores) > 8 * k  # the sampled path is tried
+    got = densematrix.largest(scores, k)
+    assert np.array_equal(np.sort(got), np.sort(np.lexsort((-np.arange(len(scores)), -scores))[:k]))
