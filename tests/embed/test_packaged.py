@@ -4,12 +4,16 @@ gives the float32 export's vectors, and is what scripts/build_model.py makes fro
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from chronomem.config import DEFAULT_MODEL, Settings
+from chronomem.config import DEFAULT_MODEL
 from chronomem.embed import FastEmbedder
 from chronomem.embed.packaged import (
     FLOAT16_WEIGHTS,
@@ -36,21 +40,43 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_the_shipped_model_loads_with_nothing_set_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_shipped_model_loads_with_nothing_set_and_writes_nothing(tmp_path: Path) -> None:
     """The default embedder is the model inside the package, computing in float32: no CHRONOMEM_MODEL_PATH, no
-    cache, no hub."""
-    for name in ("CHRONOMEM_MODEL_PATH", "CHRONOMEM_MODEL", "CHRONOMEM_EMBED_PRECISION", "HF_HUB_OFFLINE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    settings = Settings.from_env(store=tmp_path / "store")
-    embedder = FastEmbedder(settings.model_name, settings.model_path, precision=settings.embed_precision)
-    assert len(embedder.embed(["shipped with the package"])[0]) == 384
-    assert embedder.source == "shipped" and embedder.precision == "float32"
-    assert embedder.name == embedder.expected_name == DEFAULT_MODEL  # the float32 model's vectors, named as it
+    cache, no hub. A fresh process with an empty HOME (and XDG folders of its own) embeds a text and leaves no
+    file behind: not fastembed's cache, not onnxruntime's telemetry store (~/.cache/Microsoft/, written when
+    onnxruntime is imported unless chronomem.embed has set ORT_DISABLE_TELEMETRY first)."""
+    home, xdg, work = tmp_path / "home", tmp_path / "xdg", tmp_path / "work"
+    for folder in (home, xdg, work):
+        folder.mkdir()
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("CHRONOMEM_", "XDG_", "HF_", "FASTEMBED_", "ORT_"))
+    }
+    env.update(
+        HOME=str(home),
+        CHRONOMEM_CACHE_DIR=str(tmp_path / "cache"),
+        **{f"XDG_{kind}_HOME": str(xdg / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA", "STATE")},
+    )
+    code = (
+        "import json, sys\n"
+        "from chronomem.config import Settings\n"
+        "from chronomem.embed import FastEmbedder\n"
+        f"settings = Settings.from_env(store={str(tmp_path / 'store')!r})\n"
+        "e = FastEmbedder(settings.model_name, settings.model_path, precision=settings.embed_precision)\n"
+        "v = e.embed(['shipped with the package'])[0]\n"
+        "print(json.dumps({'dim': len(v), 'source': e.source, 'precision': e.precision, 'name': e.name,\n"
+        "                  'expected_name': e.expected_name, 'onnxruntime': 'onnxruntime' in sys.modules}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=work, timeout=180)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"dim": 384, "source": "shipped", "precision": "float32", "name": DEFAULT_MODEL,
+                    "expected_name": DEFAULT_MODEL, "onnxruntime": True}  # the float32 model's vectors, named as it
     stated = manifest(packaged_model_dir())
     assert stated["precision"] == FLOAT16_WEIGHTS and stated["computes_in"] == "float32"
-    assert not (tmp_path / "cache").exists() and not (tmp_path / "home").exists()
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if not p.is_dir()) == []
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "store").exists()
 
 
 def test_the_shipped_vectors_are_the_float32_exports(embedder: FastEmbedder) -> None:
