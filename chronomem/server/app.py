@@ -7,8 +7,9 @@ and `build_server` loops over them, adds the session brief (server/brief.py) and
 readable text. An argument the tool does not take is refused naming those it does; a
 `ChronomemError` becomes a one-line tool error; anything unexpected is logged to stderr and
 reported in one line, and the server stays up. Blocking work runs on a worker thread so the
-event loop keeps answering; after each call the consolidator gets its turn. A request holding a
-lone UTF-16 surrogate gets an invalid-params error instead of silence.
+event loop keeps answering; after each call the consolidator gets its turn. On stdio a line that does not
+parse gets JSON-RPC's -32700 "Parse error" (or, when it reads as a request whose params hold a lone UTF-16
+surrogate or nest too deep, an invalid-params error for its id) instead of silence.
 """
 
 from __future__ import annotations
@@ -83,28 +84,92 @@ async def reject_malformed_unicode(ctx: Any, call_next: Any) -> Any:
     return await call_next(ctx)
 
 
-def unreadable_request_reply(exc: Exception) -> Any:
-    """For a line the transport could not parse: a JSON-RPC error for its id when Python reads it as a request
-    whose params hold a lone surrogate, else None (garbage without an id stays unanswered, as before)."""
+#: JSON-RPC's answer to a line that is not JSON (id null: no id can be read from it).
+PARSE_ERROR = -32700
+#: How many levels of arrays and objects mcp's JSON parser (pydantic's, jiter) reads in one message: a deeper line
+#: is refused as invalid JSON ("recursion limit exceeded") though it is JSON.
+PARSER_DEPTH = 200
+
+
+def unreadable_line_reply(exc: Exception) -> Any:
+    """The answer to a line mcp's stdio transport could not parse (it hands the parser's error over instead of a
+    message, and would otherwise drop the line, leaving the client waiting):
+    - a blank line: none (nothing was sent);
+    - a line Python reads as a request with an id: an error for that id: invalid params (-32602) when its params
+      hold a lone surrogate, or nest deeper than the parser reads, each saying so; else a parse error;
+    - anything else (not JSON, truncated, binary, nested past any reading): -32700 "Parse error" with id null.
+    None for an error that is not the parser's (a JSON message that is not JSON-RPC is left as before).
+    A parse error also goes to stderr as one warning (its size and the parser's reason, not its content)."""
     import json
 
     from mcp.shared.message import SessionMessage
     from mcp_types import ErrorData, JSONRPCError
+    from pydantic import ValidationError
 
+    if not isinstance(exc, ValidationError):
+        return None
     try:
-        line = exc.errors()[0]["input"]  # type: ignore[attr-defined]  # pydantic's ValidationError keeps the line
+        first = exc.errors()[0]
+        line, kind, reason = first["input"], first["type"], str(first["msg"]).removeprefix("Invalid JSON: ")
+    except (IndexError, KeyError):
+        return None
+    if kind != "json_invalid" or not isinstance(line, str):
+        return None
+    if not line.strip():
+        return None
+    rid: Any = None
+    error = ErrorData(code=PARSE_ERROR, message="Parse error", data=reason)
+    try:
         message = json.loads(line)
-    except Exception:
-        return None
-    if not isinstance(message, dict) or not isinstance(message.get("id"), (int, str)) or "method" not in message:
-        return None
-    if isinstance(message["id"], str) and _LONE_SURROGATE.search(message["id"]):
-        return None
-    where = lone_surrogate_at(message.get("params")) or lone_surrogate_at(message.get("method"), "method")
-    if where is None:
-        return None
-    error = ErrorData(code=INVALID_PARAMS, message=_surrogate_message(where))
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=message["id"], error=error))
+    except (ValueError, RecursionError):
+        message = None
+    if isinstance(message, dict) and "method" in message and _usable_id(message.get("id")):
+        rid = message["id"]
+        params = message.get("params")
+        depth = _depth(message)
+        if depth > PARSER_DEPTH:
+            where = _deepest_path(params, "params")
+            error = ErrorData(code=INVALID_PARAMS, message=(
+                f"{where} nests {depth} levels of arrays and objects; at most {PARSER_DEPTH} are read: "
+                "send flatter arguments"))
+        else:
+            where = lone_surrogate_at(params) or lone_surrogate_at(message.get("method"), "method")
+            if where is not None:
+                error = ErrorData(code=INVALID_PARAMS, message=_surrogate_message(where))
+    if error.code == PARSE_ERROR:  # mostly id null: the client cannot tell which message failed, so say it here too
+        log.warning("stdin: a line of %d characters could not be parsed (%s); answered -32700 for id %s",
+                    len(line.rstrip("\n")), reason, json.dumps(rid))
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error))
+
+
+def _usable_id(rid: Any) -> bool:
+    """Can `rid` be echoed in a reply: a JSON-RPC id (an integer or a string) that is valid text."""
+    if isinstance(rid, bool):
+        return False
+    return isinstance(rid, int) or (isinstance(rid, str) and not _LONE_SURROGATE.search(rid))
+
+
+def _depth(value: Any) -> int:
+    """Levels of arrays and objects in a parsed JSON value (0 for a scalar), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
+
+
+def _deepest_path(value: Any, where: str) -> str:
+    """The path through objects to where `value` nests deepest (`params.arguments.facts`), stopping at an array."""
+    while isinstance(value, dict) and value:
+        key = max(value, key=lambda k: _depth(value[k]))
+        if _depth(value[key]) == 0:
+            break
+        value, where = value[key], f"{where}.{key}"
+    return where
 
 
 def _surrogate_message(where: str) -> str:
@@ -141,11 +206,12 @@ class ChronomemServer(MCPServer[Any]):
     svc: MemoryService | None = None
 
     async def run_stdio_async(self) -> None:
-        """mcp's stdio transport, with an answer to a request its JSON parser refuses but Python's reads.
+        """mcp's stdio transport, with an answer to every line its JSON parser refuses (`unreadable_line_reply`).
 
-        pydantic's JSON parser rejects a lone surrogate escape ("\\ud800") as invalid JSON, and the transport then
-        drops the line without a reply: the client waits out its timeout. Such a line that still reads as a
-        request with an id gets a JSON-RPC invalid-params error saying why.
+        The transport drops such a line without a reply, and the client waits out its timeout: garbage and
+        truncated JSON, but also JSON pydantic's parser refuses and Python's reads (a lone surrogate escape,
+        "\\ud800"; nesting deeper than PARSER_DEPTH). Each gets -32700 "Parse error" (id null), or an
+        invalid-params error for the request's id saying why; the connection goes on.
         """
         from mcp.server.stdio import stdio_server
         from mcp.shared._context_streams import create_context_streams
@@ -156,7 +222,11 @@ class ChronomemServer(MCPServer[Any]):
             async def pump() -> None:
                 async with forward:
                     async for item in read_stream:
-                        reply = unreadable_request_reply(item) if isinstance(item, Exception) else None
+                        try:
+                            reply = unreadable_line_reply(item) if isinstance(item, Exception) else None
+                        except Exception:  # never let one bad line stop the pump (and with it the server)
+                            log.exception("could not answer an unparseable line")
+                            reply = None
                         if reply is not None:
                             await write_stream.send(reply)
                         else:

@@ -1,6 +1,8 @@
 """Garbage on stdio does not kill `chronomem serve`: a real server process is fed invalid JSON, non-UTF-8
 bytes, control characters, wrong JSON-RPC shapes, a deeply nested request and a huge line, and afterwards a
-plain `initialize`, `tools/list` and `tools/call` are still answered on stdout — which carries JSON only."""
+plain `initialize`, `tools/list` and `tools/call` are still answered on stdout — which carries JSON only.
+A line that does not parse is answered with JSON-RPC's -32700 Parse error (id null), a request nested deeper
+than the parser reads with an error for its id, and a blank line not at all."""
 
 from __future__ import annotations
 
@@ -82,6 +84,14 @@ class Server:
         if params is not None:
             message["params"] = params
         self.send(json.dumps(message).encode())
+
+    def next(self) -> dict[str, Any]:
+        """The next message on stdout (JSON, or the test fails)."""
+        try:
+            raw = self.lines.get(timeout=READ_TIMEOUT)
+        except queue.Empty:
+            raise AssertionError(f"no message on stdout; stderr: {self.stderr[-2000:]!r}") from None
+        return json.loads(raw)
 
     def wait_for(self, rid: int, seen: list[dict[str, Any]]) -> dict[str, Any]:
         deadline = time.monotonic() + READ_TIMEOUT
@@ -194,3 +204,103 @@ def test_clear_answers_a_lone_surrogate_unknown_arguments_and_one_start_line(sto
     assert len(lines) == 1, lines
     assert lines[0].startswith("chronomem ") and "over stdio at stdin/stdout" in lines[0]
     assert f"store {store}" in lines[0] and "model sentence-transformers/all-MiniLM-L6-v2 (shipped)" in lines[0]
+
+
+def nested(levels: int) -> Any:
+    """A string inside `levels` arrays."""
+    value: Any = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def initialized(server: Server, seen: list[dict[str, Any]]) -> None:
+    server.request(1, "initialize", {"protocolVersion": PROTOCOL, "capabilities": {},
+                                     "clientInfo": {"name": "parse-errors", "version": "0"}})
+    assert server.wait_for(1, seen)["result"]["serverInfo"]["name"] == "chronomem"
+    server.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+
+UNPARSEABLE: list[bytes] = [
+    b"not json at all",
+    b"{",
+    b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"',  # truncated: its id cannot be trusted
+    b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "recall", "arguments": {"query": "po',
+    b"}{",
+    b"\xff\xfe\xfd\x00\x80 binary \xc3\x28",
+    b"\x1b[31m\x07\x00\x08",
+]
+
+
+@pytest.mark.slow
+def test_a_line_that_does_not_parse_gets_a_parse_error_and_the_connection_goes_on(store: Path, tmp_path: Path) -> None:
+    """JSON-RPC 2.0: invalid JSON gets {"id": null, "error": {"code": -32700, "message": "Parse error"}}, each
+    before anything sent after it; a blank line gets nothing; valid requests keep working on the same pipe;
+    stderr has one warning per such line, without its content."""
+    server = Server(store, tmp_path)
+    seen: list[dict[str, Any]] = []
+    try:
+        initialized(server, seen)
+        for raw in UNPARSEABLE:
+            server.send(raw)
+            answer = server.next()
+            assert answer["jsonrpc"] == "2.0" and answer["id"] is None, (raw, answer)
+            assert answer["error"]["code"] == -32700 and answer["error"]["message"] == "Parse error", (raw, answer)
+            assert isinstance(answer["error"].get("data"), str) and answer["error"]["data"], answer
+        server.send(b"")
+        server.send(b"   \t ")
+        server.request(2, "ping")
+        assert server.next() == {"jsonrpc": "2.0", "id": 2, "result": {}}  # the blank lines were not answered
+
+        server.request(3, "tools/call", {"name": "remember", "arguments": {"content": "Staging listens on port 8443."}})
+        assert server.next()["result"].get("isError") is not True
+        server.send(b"{{{")
+        assert server.next()["error"]["code"] == -32700
+        server.request(4, "tools/call", {"name": "recall", "arguments": {"query": "staging port"}})
+        found = server.next()
+        assert found["id"] == 4
+        assert [r["text"] for r in found["result"]["structuredContent"]["results"]] == ["Staging listens on port 8443."]
+    finally:
+        server.close()
+    text = server.stderr.decode(errors="replace")
+    assert "Traceback" not in text, text[-3000:]
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("chronomem ") and "over stdio" in lines[0]
+    warned = [line for line in lines[1:] if "could not be parsed" in line and "-32700" in line]
+    assert len(warned) == len(UNPARSEABLE) + 1 == len(lines) - 1, lines
+    assert not any("not json" in line or "tools/list" in line or "binary" in line for line in warned), warned
+
+
+@pytest.mark.slow
+def test_arguments_nested_past_the_parser_get_an_error_not_silence(store: Path, tmp_path: Path) -> None:
+    """150 levels is a tool error (facts must be objects); past the ~200 levels mcp's JSON parser reads, the
+    request gets an invalid-params error for its id naming the argument; nested past what Python reads either,
+    a parse error (id null). The server answers the next request either way."""
+    server = Server(store, tmp_path)
+    seen: list[dict[str, Any]] = []
+    try:
+        initialized(server, seen)
+        server.request(2, "tools/call", {"name": "remember", "arguments": {"content": "ok", "facts": nested(150)}})
+        shallow = server.wait_for(2, seen)
+        assert shallow["result"]["isError"] is True and "facts" in shallow["result"]["content"][0]["text"], shallow
+
+        for rid, levels in ((3, 198), (4, 250), (5, 700)):
+            server.request(rid, "tools/call", {"name": "remember", "arguments": {"content": "ok", "facts": nested(levels)}})
+            deep = server.next()
+            assert deep["id"] == rid and deep["error"]["code"] == -32602, deep
+            message = deep["error"]["message"]
+            assert message.startswith("params.arguments.facts nests ") and f"{levels + 3} levels" in message, message
+            assert "at most 200" in message and "\n" not in message, message
+
+        server.send(b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "remember", '
+                    b'"arguments": {"content": "ok", "facts": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}}")
+        unreadable = server.next()
+        assert unreadable["id"] is None and unreadable["error"]["code"] == -32700, unreadable
+
+        server.request(7, "tools/call", {"name": "remember", "arguments": {"content": "Deploys go out on Thursdays."}})
+        assert server.next()["result"].get("isError") is not True
+        server.request(8, "ping")
+        assert server.next() == {"jsonrpc": "2.0", "id": 8, "result": {}}
+    finally:
+        server.close()
+    assert b"Traceback" not in server.stderr, server.stderr[-3000:]
