@@ -15,7 +15,11 @@ whose value is null, such as bug reports and fixes, carry no fact). A retraction
 note first `forget`s (retract=True) the note it retracts — the previous value note of
 its slot — then is remembered itself, with the corrected value as its fact if it has one.
 
-    python -m eval.devmem --data ../shared/data/devmem [--agent-facts]
+`--agent-style noisy` plays a realistic model instead (eval/agent_style.py): facts skipped on 30% of
+notes, subjects and predicates named among aliases and paraphrases, 20% of objects decorated, all
+deterministic from `--seed`. Its results go to `<split>-agent-noisy.{json,md}`.
+
+    python -m eval.devmem --data ../shared/data/devmem [--agent-facts [--agent-style noisy --seed 0]]
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from chronomem.storage import Filter
 from chronomem.timeparse import parse_time
 from chronomem.tools import as_of, forget, recall, remember
 from chronomem.tools.results import RecallResult
+from eval.agent_style import NoisyAgent
 from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, load_rankers, run_rankers, slice_filter
 from eval.common import (
     RESULTS_DIR,
@@ -207,10 +212,17 @@ class Replay:
     """Drives one store through the timeline in text or agent mode, answering queries as they come."""
 
     def __init__(
-        self, svc: MemoryService, agent: bool, steps: dict[str, AgentStep], rankers: list[Ranker | PipelineRanker], upkeep: Upkeep
+        self,
+        svc: MemoryService,
+        agent: bool,
+        steps: dict[str, AgentStep],
+        rankers: list[Ranker | PipelineRanker],
+        upkeep: Upkeep,
+        noisy: NoisyAgent | None = None,
     ) -> None:
         self.svc = svc
         self.agent = agent
+        self.noisy = noisy
         self.steps = steps
         self.rankers = rankers
         self.upkeep = upkeep
@@ -229,7 +241,12 @@ class Replay:
             self._retract(step.retracts, by=w.id)
         facts = None
         if step is not None and step.value is not None and w.slot is not None:
-            facts = [{"subject": w.project, "predicate": w.slot, "object": step.value}]
+            if self.noisy is None:
+                facts = [{"subject": w.project, "predicate": w.slot, "object": step.value}]
+            else:
+                named = self.noisy.fact(w.id, w.project, w.slot, step.value)
+                facts = None if named is None else [{"subject": named.subject, "predicate": named.predicate, "object": named.object}]
+                self.actions["noisy: no facts" if named is None else "noisy: fact passed"] += 1
         result = remember(self.svc, w.content, valid_from=w.t, project=w.project, facts=facts)
         self.write_seconds.append(time.perf_counter() - start)
         self.notes.bind(result.id, w.id)
@@ -484,10 +501,13 @@ def render(payload: dict[str, Any]) -> str:
             "",
             md_table(["action", "count"], sorted(agent["actions"].items())),
             "",
-            f"Slot audit: {audit['checked']} checks of the live fact (at each value note's time, and now); "
-            f"{audit['wrong']} differ from slots.jsonl.",
-            "",
         ]
+        if audit is not None:
+            parts += [
+                f"Slot audit: {audit['checked']} checks of the live fact (at each value note's time, and now); "
+                f"{audit['wrong']} differ from slots.jsonl.",
+                "",
+            ]
     speed = payload["speed"]
     parts += [
         "## Speed (in-process, this machine)",
@@ -540,6 +560,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.devmem", description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="../shared/data/devmem", help="folder holding writes/queries/slots.jsonl")
     parser.add_argument("--agent-facts", action="store_true", help="agent mode: structured facts and forget calls")
+    parser.add_argument(
+        "--agent-style", choices=("ideal", "noisy"), default="ideal",
+        help="agent mode's naming: ideal (one name per slot, every fact) or noisy (a realistic model, eval/agent_style.py)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the noisy agent's seed")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default eval/results)")
     parser.add_argument("--projects", nargs="*", help="only these projects (quick runs)")
     parser.add_argument("--no-upkeep", action="store_true", help="no consolidator steps (rows stay unindexed: slow)")
@@ -560,22 +585,27 @@ def main(argv: list[str] | None = None) -> int:
         writes = [w for w in writes if w.project in keep]
         queries = [q for q in queries if q.project in keep]
         slots = [s for s in slots if s["project"] in keep]
-    mode = "agent" if args.agent_facts else "text"
+    noisy = NoisyAgent(args.seed) if args.agent_facts and args.agent_style == "noisy" else None
+    mode = ("agent-noisy" if noisy else "agent") if args.agent_facts else "text"
     project_of = {w.id: w.project for w in writes}
     embedder = make_embedder()
     rankers = load_rankers(args.rankers) if args.rankers else [] if args.no_ablation else RANKERS
 
     with temp_service("devmem", embedder) as svc:
         upkeep = Upkeep(svc, enabled=not args.no_upkeep)
-        replay = Replay(svc, args.agent_facts, agent_steps(slots), rankers, upkeep)
+        replay = Replay(svc, args.agent_facts, agent_steps(slots), rankers, upkeep, noisy)
         replay.play(writes, queries, started)
-        audit = audit_slots(svc, slots, {w.id: w for w in writes}) if args.agent_facts else None
+        # the audit reads each slot under the ideal agent's names; a noisy agent's slots are named its own ways
+        audit = audit_slots(svc, slots, {w.id: w for w in writes}) if args.agent_facts and noisy is None else None
 
     payload: dict[str, Any] = {
         "benchmark": "devmem",
         "mode": mode,
         "environment": environment(),
-        "args": {"data": str(data_dir), "upkeep": not args.no_upkeep, "limit": LIMIT, "projects": args.projects},
+        "args": {
+            "data": str(data_dir), "upkeep": not args.no_upkeep, "limit": LIMIT, "projects": args.projects,
+            "agent_style": args.agent_style if args.agent_facts else None, "seed": args.seed if noisy else None,
+        },
         "data": {
             "writes": len(writes),
             "queries": len(queries),
