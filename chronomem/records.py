@@ -199,6 +199,72 @@ def normalize_object(value: str) -> str:
     return _SPACES.sub(" ", value.strip()).strip(" .`'\"").lower()
 
 
+_VALUE_TOKEN = re.compile(r"\d")
+_VERSION_V = re.compile(r"^v(?=\d)")
+_WORDS = re.compile(r"[^\s`'\"()\[\],;]+")
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?$")
+
+
+def value_words(value: str) -> list[str]:
+    """An object's words as compared: lower-cased, quotes, backticks and brackets off, a `v` before a version
+    number off (`v1.2.3` is `1.2.3`), a leading `:` off (`:8443`), a trailing full stop off."""
+    words = [w.rstrip(".").lstrip(":") for w in _WORDS.findall(value.lower())]
+    return [_VERSION_V.sub("", w) for w in words if w]
+
+
+def same_value(a: str, b: str) -> bool:
+    """True when two objects state one value: equal once normalised (`normalize_object`, `value_words`), or
+    carrying the same values (the words with a digit) where one's words are all among the other's, so a
+    word of decoration around the value (`port 8443` / `8443`, `Node 18` / `18`) does not make it another
+    value, while `Node 18` / `Python 18` (neither within the other) stays two."""
+    if normalize_object(a) == normalize_object(b):
+        return True
+    wa, wb = value_words(a), value_words(b)
+    if not wa or not wb:
+        return False
+    if wa == wb:
+        return True
+    values_a = {w for w in wa if _VALUE_TOKEN.search(w)}
+    values_b = {w for w in wb if _VALUE_TOKEN.search(w)}
+    if not values_a or values_a != values_b:
+        return False
+    return set(wa) <= set(wb) or set(wb) <= set(wa)
+
+
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_TEXT_TOKEN = re.compile(r"`[^`]*`|[^\s`]+")
+_VALUE_SHAPE = re.compile(r"\d|\w[-./:@_#]\w|^[-~$/.]")
+
+
+def _frame(text: str) -> tuple[list[str], list[str]]:
+    """A text's words that are not values (lower-cased, punctuation off) and its values (code spans, and words with
+    a digit or inner punctuation: versions, paths, identifiers, durations)."""
+    words: list[str] = []
+    values: list[str] = []
+    for token in _TEXT_TOKEN.findall(text):
+        if _CODE_SPAN.fullmatch(token) or _VALUE_SHAPE.search(token.strip(".,;:!?()\"'")):
+            values.append(token.strip(".,;:!?()\"'").lower())
+        else:
+            word = token.strip(".,;:!?()\"'*-").lower()
+            if word:
+                words.append(word)
+    return words, values
+
+
+def differs_only_in_values(old: str, new: str) -> bool:
+    """True when two texts say the same words around different values (`Full check: ./scripts/test (~20s)` and
+    `(~23s)`; `Upgrade certifi to 2026.7.22` and `to 2026.9.1`): the structure of an update, in any wording."""
+    old_words, old_values = _frame(old)
+    new_words, new_values = _frame(new)
+    return len(new_words) >= 2 and old_words == new_words and bool(new_values) and old_values != new_values
+
+
+def is_time_value(value: str) -> bool:
+    """True when an object is a date or a time of day on a date (ISO 8601), the value of an event (`flaky on
+    2026-03-02`), not of a state: such facts accumulate instead of replacing each other."""
+    return bool(_ISO_TIME.match(" ".join(value_words(value))))
+
+
 def fact_sentence(subject: str, predicate: str, obj: str) -> str:
     """One readable sentence for a fact slot, used as its content and embedded.
 
@@ -221,6 +287,12 @@ class FactInput(BaseModel):
     valid_from: str | None = Field(
         default=None,
         description="When the fact became true (ISO 8601 or a phrase like '2 days ago'); defaults to the memory's time.",
+    )
+    kind: Literal["state", "event"] | None = Field(
+        default=None,
+        description="`state`: a new value replaces the old (a port, a version, an owner). `event`: each one counts "
+        "and none replaces another (a flaky report, an incident, a deploy). Default: an object that is a date or "
+        "time is an event, anything else a state.",
     )
 
     @field_validator("subject", "predicate", "object")

@@ -45,6 +45,10 @@ class FactOutcome:
     supersedes: str | None = None
     closed_ids: tuple[str, ...] = ()
     conflicts_with: tuple[str, ...] = ()
+    #: The slot as the caller named it, when it was filed under an existing slot named otherwise.
+    named: tuple[str, str] | None = None
+    #: Slots it came close to without being merged (subject, predicate, score), best first.
+    near: tuple[tuple[str, str, float], ...] = ()
 
 
 def resolve_and_commit(
@@ -70,12 +74,15 @@ def resolve_and_commit(
 
     # Pass 1: where each fact resolves (semantic slot matching sees the facts before it as written).
     matched: list[tuple[MemoryRecord, list[str]]] = []
+    naming: dict[str, tuple[tuple[str, str] | None, tuple[tuple[str, str, float], ...]]] = {}
     provisional = dict(writes)
     for fact in facts:
         assert fact.subject is not None and fact.predicate is not None and fact.object is not None
         flagged: list[str] = []
         if matcher is not None:
             match = matcher.match(fact, now, provisional)
+            named = (fact.subject, fact.predicate) if match.matched is not None else None
+            naming[fact.id] = (named, tuple((k[0], k[1], round(score, 3)) for k, score in match.near))
             fact, flagged = match.fact, match.conflicts
         provisional[fact.id] = fact
         matched.append((fact, flagged))
@@ -119,7 +126,10 @@ def resolve_and_commit(
                 )
                 writes[updated.id] = updated
             _replace(rows, updated)
-            outcomes.append(FactOutcome("reinforced", updated.id, fact.subject, fact.predicate, fact.object))
+            named, near = naming.get(fact.id, (None, ()))
+            outcomes.append(
+                FactOutcome("reinforced", updated.id, fact.subject, fact.predicate, fact.object, named=named, near=near)
+            )
             continue
         closed_ids = []
         for old, end in plan.closed:
@@ -149,6 +159,8 @@ def resolve_and_commit(
                 supersedes=new_fact.supersedes,
                 closed_ids=tuple(closed_ids),
                 conflicts_with=tuple(flagged),
+                named=naming.get(fact.id, (None, ()))[0],
+                near=naming.get(fact.id, (None, ()))[1],
             )
         )
 

@@ -6,7 +6,10 @@ Given a new fact and the slot's rows as currently known, decide what to write:
   new fact's `valid_at` (a revision row) and the new fact links `supersedes` to it;
 - an out-of-order arrival (a later fact is already known) ⇒ the new fact is placed
   in the past: its own validity ends where the next known fact begins;
-- multi-valued predicates accumulate: nothing is superseded;
+- multi-valued predicates accumulate: nothing is superseded; so do events (`is_event`: a fact marked
+  `event`, or whose object is a date or time, or a fact on a slot that holds events), which count
+  rather than replace each other;
+- objects are compared as values (`records.same_value`): `port 8443` restates `8443`, `v1.2.3` `1.2.3`;
 - a fact the agent stated outranks an extracted one (source `rules` / `llm`): an extracted
   fact never closes a live agent fact with a different object — both stay live and the
   plan names the agent facts as `conflicts`, which the caller flags on both rows.
@@ -18,12 +21,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from chronomem.facts import EXTRACTED_SOURCES
-from chronomem.records import MemoryRecord, normalize_object
+from chronomem.records import MemoryRecord, is_time_value, same_value
 
 #: Predicates whose slot holds many values at once (a project has many dependencies).
 MULTI_VALUED_PREDICATES = frozenset(
     {"depends_on", "has_bug", "uses", "has", "tag", "tags", "contains", "owns", "knows", "likes", "related_to"}
 )
+
+#: The tag a fact row carries when it is an event (it accumulates; see `is_event`).
+EVENT_TAG = "event"
+#: The tag of a fact the agent marked as a state (it replaces, whatever its object looks like).
+STATE_TAG = "state"
 
 #: How much a repeated statement adds to a fact's salience.
 REINFORCE_STEP = 0.5
@@ -41,15 +49,29 @@ class SlotPlan:
     conflicts: list[MemoryRecord] = field(default_factory=list)
 
 
+def is_event(fact: MemoryRecord, slot_rows: list[MemoryRecord] = ()) -> bool:  # type: ignore[assignment]
+    """An event accumulates; a state replaces. The agent's `kind` (a tag on the row) decides; else a fact whose
+    object is a date or time (`flaky_report: 2026-03-02`) is an event, and so is one on a slot already holding events."""
+    if STATE_TAG in fact.tags:
+        return False
+    if EVENT_TAG in fact.tags or is_time_value(fact.object or ""):
+        return True
+    return any(EVENT_TAG in r.tags for r in slot_rows)
+
+
 def plan_fact(new: MemoryRecord, slot_rows: list[MemoryRecord], multi_valued: bool = False) -> SlotPlan:
     """Plan the writes for `new` given the slot's non-expired rows (any valid time)."""
     t = new.valid_at
-    key = normalize_object(new.object or "")
     valid_then = [r for r in slot_rows if r.is_valid_at(t)]
-    same = [r for r in valid_then if normalize_object(r.object or "") == key]
+    event = is_event(new, slot_rows)
+    # an event restates another only at the same time; a state restates the value valid then
+    same = [
+        r for r in (slot_rows if event else valid_then)
+        if same_value(r.object or "", new.object or "") and (not event or r.valid_at == t)
+    ]
     if same:
         return SlotPlan("reinforced", None, reinforced=min(same, key=lambda r: r.valid_at))
-    if multi_valued:
+    if multi_valued or event:
         return SlotPlan("added", new)
     protected: list[MemoryRecord] = []
     if new.source in EXTRACTED_SOURCES:

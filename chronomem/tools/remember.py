@@ -19,13 +19,16 @@ from pydantic import Field, ValidationError
 from chronomem.codebase import Codebase, short
 from chronomem.config import MAX_FACTS_PER_CALL
 from chronomem.consolidate import gate
-from chronomem.consolidate.apply import resolve_and_commit
+from chronomem.consolidate.apply import FactOutcome, resolve_and_commit
+from chronomem.consolidate.resolve import EVENT_TAG, STATE_TAG
 from chronomem.consolidate.slots import slot_matcher
 from chronomem.errors import InvalidInput
 from chronomem.records import (
     FactInput,
     MemoryRecord,
     fact_sentence,
+    differs_only_in_values,
+    is_time_value,
     new_id,
     normalize_predicate,
     normalize_subject,
@@ -33,7 +36,18 @@ from chronomem.records import (
 from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.timeparse import iso, parse_time
-from chronomem.tools.results import Anchor, FactResult, GateReport, Redaction, RefusedFact, RememberResult
+from chronomem.storage import Filter
+from chronomem.tools.forget import forget
+from chronomem.tools.lookup import get_or_fail, latest_revision
+from chronomem.tools.results import (
+    Anchor,
+    FactResult,
+    GateReport,
+    ProbableUpdate,
+    Redaction,
+    RefusedFact,
+    RememberResult,
+)
 from chronomem.tools.spec import Hints, Project, ToolSpec
 from chronomem.tools.validate import require_text, string_list
 
@@ -79,8 +93,12 @@ def remember(
     tags: Any = None,
     paths: Any = None,
     source: str = "agent",
+    supersedes: Any = None,
 ) -> RememberResult:
-    """Append `content` as a chunk (embedding + append, no LLM) and resolve its facts before returning."""
+    """Append `content` as a chunk (embedding + append, no LLM) and resolve its facts before returning.
+
+    `supersedes` names memories this note replaces: each ends at the note's valid time (nothing else does).
+    Without it, the reply lists the current memories the note probably updates, for the agent to confirm."""
     text = require_text(content, "content", svc.settings.max_content_chars)
     guard = SecretGuard(svc.settings.secrets_mode)
     guard.check_name(project, "project")
@@ -107,6 +125,7 @@ def remember(
     path_list = guard.clean_list(path_list, "paths")
     now = svc.now()
     valid_at = parse_time(valid_from, now, field="valid_from") if valid_from else now
+    replaced = superseded_targets(svc, string_list(supersedes, "supersedes"), scope, valid_at)
     codebase = Codebase.at(svc.workdir(project))
     commit = codebase.head() if codebase is not None else None
     notes: list[str] = []
@@ -178,7 +197,7 @@ def remember(
                 embed_model=svc.embedder.name,
                 source=source,
                 source_ids=[chunk.id],
-                tags=row_tags,
+                tags=fact_tags(row_tags, f),
                 paths=path_list,
                 commit=commit,
                 anchors=dict(anchors),
@@ -191,19 +210,31 @@ def remember(
             store.add([chunk])
             outcomes = []
 
+    ended: list[str] = []
+    for target in replaced:
+        outcome = forget(svc, target.id, f"superseded by {chunk.id}", at=iso(valid_at))
+        ended += [target.id, *outcome.also]
     fact_results = [
         FactResult(
             id=o.fact_id, action=o.action, subject=o.subject, predicate=o.predicate, object=o.object, supersedes=o.supersedes,
             conflicts_with=list(o.conflicts_with),
+            named=f"{o.named[0]} {o.named[1]}" if o.named else None,
+            possibly_same_as=[f"{s} {p} ({score:.2f})" for s, p, score in o.near],
         )
         for o in outcomes
     ]
+    probable = [] if replaced else probable_updates(svc, chunk, found.nearest, outcomes)
     summary = f"Remembered {chunk.id} in project {scope}"
     if fact_results:
         counts: dict[str, int] = {}
         for f in fact_results:
             counts[f.action] = counts.get(f.action, 0) + 1
         summary += "; facts: " + ", ".join(f"{n} {action}" for action, n in counts.items())
+    if ended:
+        summary += f"; superseded {', '.join(ended)}"
+    if probable:
+        summary += "; probably updates " + ", ".join(f"{u.id} ({u.reason})" for u in probable) + \
+            ": pass supersedes=[id] to end it"
     if anchors:
         noun = "file" if len(anchors) == 1 else "files"
         summary += f"; anchored to {len(anchors)} {noun}"
@@ -227,12 +258,64 @@ def remember(
         valid_at=iso(valid_at) or "",
         created_at=iso(now) or "",
         facts=fact_results,
+        superseded=ended,
+        probable_updates=probable,
         refused_facts=refused,
         commit=commit,
         paths=path_list,
         anchors=[Anchor(path=p, blob=b) for p, b in sorted(anchors.items())],
         message=summary + ".",
     )
+
+
+def superseded_targets(svc: MemoryService, ids: list[str], project: str, valid_at: datetime) -> list[MemoryRecord]:
+    """The memories `supersedes` names, checked before anything is written: each exists in this project, is
+    current, and began before the new note (a note cannot end what starts after it)."""
+    targets: list[MemoryRecord] = []
+    for memory_id in dict.fromkeys(ids):
+        row = latest_revision(svc.store, get_or_fail(svc.store, memory_id))
+        if row.project != project:
+            raise InvalidInput(f"supersedes: {memory_id} belongs to project {row.project}, not {project}")
+        if row.expired_at is not None or (row.invalid_at is not None and row.invalid_at <= valid_at):
+            raise InvalidInput(f"supersedes: {memory_id} is no longer current; nothing to supersede")
+        if row.valid_at > valid_at:
+            raise InvalidInput(
+                f"supersedes: {memory_id} became valid at {iso(row.valid_at)}, after this note ({iso(valid_at)})"
+            )
+        targets.append(row)
+    return targets
+
+
+def probable_updates(
+    svc: MemoryService, chunk: MemoryRecord, nearest: str | None, outcomes: list[FactOutcome]
+) -> list[ProbableUpdate]:
+    """Current memories the note probably updates: a slot its fact came close to (a near miss, not merged), and the
+    most similar current note when the two texts differ only in their values (`port 8080` → `port 8443`)."""
+    found: dict[str, ProbableUpdate] = {}
+    for outcome in outcomes:
+        for subject, predicate, score in outcome.near[:1]:
+            rows = svc.store.find(Filter().projects([chunk.project]).slot(subject, predicate).live(chunk.valid_at, svc.now()))
+            for row in rows:
+                if row.kind == "fact" and row.id not in outcome.conflicts_with:
+                    found.setdefault(row.id, ProbableUpdate(
+                        id=row.id, reason=f"same thing by meaning: {subject} {predicate} ({score:.2f})",
+                    ))
+    if nearest:
+        row = svc.store.get(nearest)
+        if (
+            row is not None and row.kind == "chunk" and row.is_valid_at(chunk.valid_at) and row.expired_at is None
+            and row.valid_at < chunk.valid_at and differs_only_in_values(row.content, chunk.content)
+        ):
+            found.setdefault(row.id, ProbableUpdate(id=row.id, reason="the same text but for a value"))
+    return list(found.values())
+
+
+def fact_tags(tags: list[str], fact: FactInput) -> list[str]:
+    """A fact row's tags: the note's, and `event` / `state` when the agent said which the fact is (else an
+    object that is a date or time marks an event: consolidate/resolve.is_event)."""
+    kind = fact.kind or ("event" if is_time_value(fact.object) else None)
+    marker = {"event": EVENT_TAG, "state": STATE_TAG}.get(kind or "")
+    return [*tags, marker] if marker and marker not in tags else list(tags)
 
 
 def gate_report(decided: gate.GateDecision) -> GateReport:
@@ -274,10 +357,20 @@ def mcp_arguments(
             "content hashes and the HEAD commit are recorded; recall flags the memory stale when they change."
         ),
     ] = None,
+    supersedes: Annotated[
+        list[str] | None,
+        Field(
+            description="Ids of current memories this note replaces (from recall, or from a reply's probable_updates): "
+            "each ends at this note's valid_from; as_of before it still shows them."
+        ),
+    ] = None,
     project: Project = None,
 ) -> dict[str, Any]:
     """`remember`'s MCP parameters (the input schema) as the handler's keyword arguments."""
-    return {"content": content, "facts": facts, "valid_from": valid_from, "tags": tags, "paths": paths, "project": project}
+    return {
+        "content": content, "facts": facts, "valid_from": valid_from, "tags": tags, "paths": paths, "project": project,
+        "supersedes": supersedes,
+    }
 
 
 DESCRIPTION = """\

@@ -164,6 +164,21 @@ class FactResult(BaseModel):
     object: str
     supersedes: str | None = None
     conflicts_with: list[str] = Field(default_factory=list, description="Live facts it disagrees with; both stay live")
+    named: str | None = Field(
+        default=None,
+        description="The slot as you named it, when it was filed under an existing slot of another name (subject and "
+        "predicate above are the slot it was filed under: reuse them)",
+    )
+    possibly_same_as: list[str] = Field(
+        default_factory=list,
+        description="Existing slots close to this one but not merged with it, with their score: if one is the same "
+        "thing, name it so next time (or pass supersedes)",
+    )
+
+
+class ProbableUpdate(BaseModel):
+    id: str = Field(description="A current memory this note probably updates; pass it in `supersedes` to end it")
+    reason: str
 
 
 class Redaction(BaseModel):
@@ -204,6 +219,14 @@ class RememberResult(BaseModel):
     valid_at: str
     created_at: str
     facts: list[FactResult] = Field(default_factory=list)
+    superseded: list[str] = Field(
+        default_factory=list, description="Memories this note ended, as `supersedes` asked (as_of before it still shows them)"
+    )
+    probable_updates: list[ProbableUpdate] = Field(
+        default_factory=list,
+        description="Current memories this note probably updates although `supersedes` did not name them: confirm "
+        "with remember(..., supersedes=[id]) or forget(id) if so",
+    )
     refused_facts: list[RefusedFact] = Field(
         default_factory=list, description="Facts that were not stored, and why (the note was stored all the same)"
     )
@@ -222,7 +245,14 @@ class RememberResult(BaseModel):
         lines = [self.message]
         for f in self.facts:
             tail = f" (supersedes {f.supersedes})" if f.supersedes else ""
+            tail += f" (you named it {f.named})" if f.named else ""
             lines.append(f"  fact {f.id}: {f.subject} {f.predicate} = {f.object!r} → {f.action}{tail}")
+            for near in f.possibly_same_as:
+                lines.append(f"    possibly the same as {near}")
+        for ended in self.superseded:
+            lines.append(f"  superseded {ended}")
+        for update in self.probable_updates:
+            lines.append(f"  probably updates {update.id}: {update.reason}")
         for r in self.refused_facts:
             lines.append(f"  facts[{r.index}] refused: {r.reason}")
         return "\n".join(lines)

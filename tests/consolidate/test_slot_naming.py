@@ -1,0 +1,126 @@
+"""Facts as real agents name them: one slot whatever the naming, values compared as values, events that
+accumulate, near misses reported (never merged), `supersedes` that ends exactly what it names, and probable
+updates reported when the agent did not say."""
+
+from __future__ import annotations
+
+import pytest
+
+from chronomem.consolidate.slots import predicate_form, slot_verdict, subject_form
+from chronomem.errors import InvalidInput, NotFound
+from chronomem.records import differs_only_in_values, is_time_value, same_value
+from chronomem.service import MemoryService
+from chronomem.tools import as_of, history, recall, remember
+
+
+def fact(subject: str, predicate: str, obj: str, **extra: str) -> list[dict[str, str]]:
+    return [{"subject": subject, "predicate": predicate, "object": obj, **extra}]
+
+
+def test_normal_forms_ignore_case_articles_joiners_and_a_trailing_service() -> None:
+    forms = {subject_form(s, "shop") for s in ("payments", "Payments", "the payments service", "payments-svc", "payments_service")}
+    assert forms == {"payments"}
+    assert subject_form("payments-db", "shop") != subject_form("payments", "shop")
+    assert {subject_form(s, "shop") for s in ("shop", "the shop project", "Shop repo")} == {"shop"}
+    assert predicate_form("Test-Command") == predicate_form("test_command") == predicate_form("the test command")
+
+
+def test_objects_compare_as_values() -> None:
+    assert same_value("port 8443", "8443") and same_value("v1.2.3", "1.2.3") and same_value("`uv run pytest`", "uv run pytest")
+    assert not same_value("Node 18", "Python 18")
+    assert not same_value("1.2.3", "1.2.4")
+    assert not same_value("uv run pytest", "uv run --frozen pytest")
+
+
+def test_verdict_needs_both_subject_and_predicate() -> None:
+    assert slot_verdict(1.0, 1.0) == "same"
+    assert slot_verdict(1.0, 0.70) == "ambiguous"  # a near miss on the attribute: reported, not merged
+    assert slot_verdict(0.70, 1.0) == "distinct"  # another thing with the same attribute
+    assert slot_verdict(1.0, 0.30) == "distinct"
+
+
+def test_one_slot_under_several_namings(svc: MemoryService, clock) -> None:
+    first = remember(svc, "payments listens on 8080", valid_from="2024-01-01", facts=fact("the payments service", "port", "8080"))
+    clock.advance(seconds=1)
+    second = remember(svc, "payments moved to 8443", valid_from="2024-02-01", facts=fact("payments-svc", "Port", "port 8443"))
+    [outcome] = second.facts
+    assert outcome.action == "superseded" and outcome.supersedes == first.facts[0].id
+    assert (outcome.subject, outcome.predicate) == ("the payments service", "port")
+    assert outcome.named == "payments-svc port"
+    clock.advance(seconds=1)
+    again = remember(svc, "payments is on 8443", valid_from="2024-03-01", facts=fact("Payments", "port", "8443"))
+    assert again.facts[0].action == "reinforced"
+
+
+def test_different_things_never_merge(svc: MemoryService, clock) -> None:
+    remember(svc, "payments on 8080", facts=fact("payments", "port", "8080"))
+    clock.advance(seconds=1)
+    db = remember(svc, "payments db on 5432", facts=fact("payments-db", "port", "5432"))
+    assert db.facts[0].action == "added" and db.facts[0].conflicts_with == [] and db.facts[0].named is None
+    clock.advance(seconds=1)
+    remember(svc, "billing is owned by Ana", facts=fact("billing module", "owner", "Ana"))
+    clock.advance(seconds=1)
+    reviewer = remember(svc, "billing is reviewed by Bo", facts=fact("billing module", "reviewer", "Bo"))
+    assert reviewer.facts[0].action == "added" and reviewer.facts[0].possibly_same_as == []
+    live = {(f.subject, f.predicate, f.object) for f in recall(svc, "payments billing port owner reviewer", kinds=["fact"]).results}
+    assert {("payments", "port", "8080"), ("payments-db", "port", "5432")} <= live
+
+
+def test_a_near_miss_is_reported_not_merged(svc: MemoryService, clock) -> None:
+    a = remember(svc, "CI is CircleCI.", facts=fact("proj", "ci system", "CircleCI"))
+    clock.advance(seconds=1)
+    b = remember(svc, "CI provider: Buildkite.", facts=fact("proj", "ci provider", "Buildkite"))
+    [outcome] = b.facts
+    assert outcome.named is None and outcome.possibly_same_as and outcome.possibly_same_as[0].startswith("proj ci_system (0.")
+    assert history(svc, subject="proj", predicate="ci_system").entries[0].status == "current"
+    assert a.facts[0].id in b.message or any(a.facts[0].id in c for c in outcome.conflicts_with)
+
+
+def test_events_accumulate_and_states_replace(svc: MemoryService, clock) -> None:
+    assert is_time_value("2024-03-02") and is_time_value("`2024-03-02T10:00:00Z`") and not is_time_value("20 */6 * * *")
+    ids = []
+    for day in ("2024-03-02", "2024-03-09", "2024-03-20"):
+        clock.advance(seconds=1)
+        r = remember(svc, f"test_retry flaked on {day}", valid_from=day, facts=fact("tests/test_sync.py::test_retry", "flaky_report", day))
+        assert r.facts[0].action == "added" and r.facts[0].supersedes is None
+        ids.append(r.facts[0].id)
+    chain = history(svc, subject="tests/test_sync.py::test_retry", predicate="flaky_report")
+    assert [e.status for e in chain.entries] == ["current"] * 3
+    # an explicit kind wins over the object's shape, both ways
+    clock.advance(seconds=1)
+    remember(svc, "deployed 4.1", valid_from="2024-04-01", facts=fact("api", "deploy", "4.1", kind="event"))
+    clock.advance(seconds=1)
+    second = remember(svc, "deployed 4.2", valid_from="2024-04-02", facts=fact("api", "deploy", "4.2", kind="event"))
+    assert second.facts[0].action == "added"
+    clock.advance(seconds=1)
+    remember(svc, "release date 2024-05-01", valid_from="2024-04-03", facts=fact("api", "release date", "2024-05-01", kind="state"))
+    clock.advance(seconds=1)
+    moved = remember(svc, "release date moved", valid_from="2024-04-04", facts=fact("api", "release date", "2024-05-08", kind="state"))
+    assert moved.facts[0].action == "superseded"
+
+
+def test_supersedes_ends_exactly_the_named_memories(svc: MemoryService, clock) -> None:
+    old = remember(svc, "The nightly export takes 44 min.", valid_from="2024-01-01")
+    other = remember(svc, "The nightly import takes 12 min.", valid_from="2024-01-01")
+    clock.advance(seconds=1)
+    new = remember(svc, "Nightly export is down to 17 min after the batching change.", valid_from="2024-02-01", supersedes=[old.id])
+    assert new.superseded == [old.id] and new.probable_updates == []
+    now_ids = [r.id for r in recall(svc, "how long does the nightly export take").results]
+    assert old.id not in now_ids and new.id in now_ids and other.id in [r.id for r in recall(svc, "nightly import").results]
+    then = as_of(svc, "how long does the nightly export take", at="2024-01-15").results
+    then_ids = {r.id for r in then} | {r.revision_of for r in then}  # the ended note is read as its revision
+    assert old.id in then_ids and new.id not in then_ids
+    with pytest.raises(InvalidInput, match="no longer current"):
+        remember(svc, "again", supersedes=[old.id])
+    with pytest.raises(NotFound):
+        remember(svc, "nothing there", supersedes=["01J0000000000000000000000X"])
+
+
+def test_a_probable_update_is_reported_with_its_id(svc: MemoryService, clock) -> None:
+    assert differs_only_in_values("Full check: `./scripts/test` (~20s)", "Full check: `./scripts/test` (~23s)")
+    assert not differs_only_in_values("the owner is Ana", "the reviewer is Ana")
+    first = remember(svc, "Full check: `./scripts/test` (~20s, runs everything)", valid_from="2024-01-01")
+    clock.advance(seconds=1)
+    second = remember(svc, "Full check: `./scripts/test` (~23s, runs everything)", valid_from="2024-02-01")
+    assert [(u.id, u.reason) for u in second.probable_updates] == [(first.id, "the same text but for a value")]
+    assert first.id in second.message and "supersedes" in second.message
