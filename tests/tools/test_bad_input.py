@@ -182,6 +182,42 @@ def test_absurd_dates_are_refused_in_one_line(seeded: MemoryService, date: str) 
     assert seeded.store.count() >= rows
 
 
+@pytest.mark.parametrize(
+    ("date", "reason"),
+    [
+        ("-1", "is a negative number"),
+        ("yesterday at 25:00", "holds the clock time 25:00, which cannot be"),
+        ("2024-05-01\x00", "holds a control character (U+0000)"),
+        ("2024-13-01", "is not a real date or time: month must be in 1..12"),
+    ],
+)
+def test_negative_impossible_and_control_character_dates_are_refused_by_every_tool(
+    seeded: MemoryService, date: str, reason: str
+) -> None:
+    """Each was read as some time before (January; now's time of day; the date without the NUL; 13 January) and
+    written; now every tool taking a time refuses it, saying why, and nothing is written with it."""
+    rows = seeded.store.count()
+    memory = seeded.store.find(Filter().kinds(["chunk"]))[0].id
+    calls = {
+        "remember valid_from": lambda: remember(seeded, "a note", valid_from=date),
+        "as_of at": lambda: as_of(seeded, "tests", at=date),
+        "as_of known_at": lambda: as_of(seeded, "tests", at="2024-05-01", known_at=date),
+        "forget at": lambda: forget(seeded, memory, at=date),
+    }
+    for name, attempt in calls.items():
+        with pytest.raises(InvalidInput) as err:
+            attempt()
+        assert reason in str(err.value), (name, str(err.value))
+        check_error(err.value)
+    assert seeded.store.count() == rows
+    # A fact's own time: that fact is refused with the reason, the rest of the call goes on.
+    kept = remember(seeded, "The deploy window is Thursday.", facts=[
+        {"subject": "deploys", "predicate": "window", "object": "thursday", "valid_from": date},
+    ])
+    assert kept.facts == [] and [r.index for r in kept.refused_facts] == [0]
+    assert reason in kept.refused_facts[0].reason, kept.refused_facts[0].reason
+
+
 @pytest.mark.parametrize("project", [True, 7, ["proj"], {"a": 1}])
 def test_as_of_at_a_git_ref_with_a_project_that_is_not_a_string_is_refused(seeded: MemoryService, project: Any) -> None:
     # found by the test above: the ref's repository was looked up from the project before it was checked
