@@ -8,10 +8,19 @@ gives their spans; a finding inside one is dropped. Git SHAs, UUIDs and ULIDs ar
 `is_identifier`: they never count as high-entropy strings, but a password, token or key word that
 assigns one (`HEROKU_API_KEY=<uuid>`, `the Datadog API key is <32 hex>`) still marks it, because
 those vendors' keys have exactly that shape.
+
+Two values are never secrets whatever finds them, by what they are: a reference to where the secret lives
+(`is_reference`: `$PGPASSWORD`, `${PGPASSWORD}`, `%DB_PASSWORD%`, `{{ db_password }}`, as in
+`postgres://$PGUSER:$PGPASSWORD@db/app`), and a JWT's header on its own (`is_jose_header`): a token is
+header.payload.signature, and the header, `{"alg":"HS256","typ":"JWT"}` base64url-encoded, is the same public
+text in every token of its kind.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 
 _PROTECTED = re.compile(
@@ -35,6 +44,16 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 #: A value made of one repeated character after its prefix (`ghp_xxxxxxxx…`, `sk-…0000`) is a placeholder.
 _FILLER = re.compile(r"^(?:[A-Za-z]+[_\-.])*([xX*0.])\1{7,}$")
+#: A whole value that names a variable holding the secret: shell `$NAME`, `${NAME}`, `${NAME:?message}` or
+#: `${NAME:-}` (an empty default: a default that is not empty is a literal), Windows `%NAME%`, Make or Azure
+#: Pipelines `$(NAME)`, and a template's `{{ expression }}` (Jinja, Go, GitHub Actions' `${{ secrets.X }}`).
+_REFERENCE = re.compile(
+    r"^(?:\$[A-Za-z_]\w*|\$\{[A-Za-z_]\w*(?::?\?[^}]*|:?-)?\}|%[A-Za-z_]\w*%|\$\([A-Za-z_]\w*\)|\$?\{\{[^{}]+\}\})$"
+)
+#: One base64url segment of a JSON object (`eyJ…`), nothing before or after it but an optional trailing dot.
+_ONE_SEGMENT = re.compile(r"^eyJ[A-Za-z0-9_\-]+={0,2}\.?$")
+#: The header parameters of a JWS or JWE (RFC 7515 §4.1, RFC 7516 §4.1, RFC 7797): a header holds nothing else.
+_JOSE_PARAMETERS = frozenset("alg enc zip jku jwk kid x5u x5c x5t x5t#S256 typ cty crit b64 epk apu apv iv tag p2s p2c".split())
 
 
 def protected(text: str) -> list[tuple[int, int]]:
@@ -51,3 +70,25 @@ def is_identifier(token: str) -> bool:
 def is_filler(token: str) -> bool:
     """`ghp_xxxxxxxxxxxx`, `********`: a placeholder written in a token's shape."""
     return bool(_FILLER.match(token))
+
+
+def is_reference(value: str) -> bool:
+    """`$PGPASSWORD`, `${DB_PASSWORD}`, `%DB_PASSWORD%`, `{{ db_password }}`: the name of where a secret is kept
+    (an environment variable, a template's value), standing for the secret. A default given inline
+    (`${DB_PASSWORD:-hunter2}`) is a literal, so that is not one."""
+    return bool(_REFERENCE.match(value.strip("\"'`")))
+
+
+def is_jose_header(value: str) -> bool:
+    """A JWT's (or JWE's) header alone, `eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9`: one base64url segment, without
+    the payload and signature a token has, decoding to a JSON object whose keys are all JOSE header parameters,
+    `alg` among them. Other base64 JSON (a service account's key file) is not one."""
+    bare = value.strip("\"'`")
+    if not _ONE_SEGMENT.match(bare):
+        return False
+    segment = bare.rstrip(".").rstrip("=")
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (binascii.Error, ValueError):
+        return False
+    return isinstance(decoded, dict) and "alg" in decoded and set(decoded) <= _JOSE_PARAMETERS

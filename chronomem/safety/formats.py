@@ -119,7 +119,8 @@ FORMATS: tuple[tuple[str, str, int], ...] = (
     ("age-secret-key", _B + r"AGE-SECRET-KEY-(?:PQ-)?1[02-9AC-HJ-NP-Z]{50,}" + _E, 0),
     ("password-hash", r"(?<![\w$])\$(?:2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}|argon2(?:id|i|d)\$[^\s\"'`]{30,}|[56]\$[^\s$]{0,16}\$[./A-Za-z0-9]{43,86})", 0),
     ("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-+/=]*", 0),
-    ("password-in-url", r"(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'`<>]+:([^\s@/\"'`<>]{3,})@", 1),
+    # scheme://user:password@host, the user possibly empty (redis://:password@cache:6379, Redis's AUTH without ACLs)
+    ("password-in-url", r"(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"'`<>]*:([^\s@/\"'`<>]{3,})@", 1),
     ("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{20,}=*)(?![A-Za-z0-9\-._~+/=])", 1),
     ("basic-auth", r"(?i)\bauthorization:\s*basic\s+([A-Za-z0-9+/]{8,}={0,2})", 1),
     (

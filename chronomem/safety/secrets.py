@@ -19,8 +19,9 @@ Four sources of findings, then one allow-list:
 
 `chronomem/safety/allow.py` then drops every finding inside what must never be redacted:
 go.sum `h1:` hashes, SRI and `sha256:` digests, SSH public keys, certificates, pytest node ids
-with their parameters, inline data, documented example keys (`…EXAMPLE`); git SHAs, UUIDs and
-ULIDs never count as high-entropy strings. `python -m eval.secrets` measures recall and the
+with their parameters, inline data, documented example keys (`…EXAMPLE`); and every finding that
+is a variable's name (`postgres://$PGUSER:$PGPASSWORD@db/app`) or a JWT's header without its
+payload and signature; git SHAs, UUIDs and ULIDs never count as high-entropy strings. `python -m eval.secrets` measures recall and the
 share of look-alikes altered on a dev and a held-out corpus (eval/secret_corpus.py), and the
 cost; `python -m eval.secrets_devmem` checks the DevMem notes stay untouched.
 
@@ -41,7 +42,7 @@ from typing import Any
 
 from chronomem.errors import InvalidInput
 from chronomem.safety import context, formats
-from chronomem.safety.allow import is_filler, is_identifier, protected
+from chronomem.safety.allow import is_filler, is_identifier, is_jose_header, is_reference, protected
 
 MODES = ("redact", "reject", "allow")
 DEFAULT_MODE = "redact"
@@ -163,7 +164,13 @@ def scan(text: str, name: bool = False) -> list[Finding]:
     keep += [(m.start(), m.end()) for m in _MARKER.finditer(text)]  # text redacted before: its markers are not secrets
     if keep:
         found = [f for f in found if f.kind == PRIVATE_KEY or not _inside(f.start, f.end, keep)]
+    # Whatever found it, a variable's name (`$PGPASSWORD`) or a JWT's header alone is not a secret (allow.py).
+    found = [f for f in found if f.kind == PRIVATE_KEY or not _stands_for_no_secret(text[f.start : f.end])]
     return _merge(found)
+
+
+def _stands_for_no_secret(value: str) -> bool:
+    return is_reference(value) or is_jose_header(value)
 
 
 def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:

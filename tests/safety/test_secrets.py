@@ -149,3 +149,97 @@ def test_secret_slots_named_alike_stay_apart(svc: MemoryService) -> None:
     assert [f.action for f in later.facts] == ["added"]  # not a new value of the PagerDuty slot
     live = svc.store.find(Filter().kinds(["fact"]).live(svc.now(), svc.now()))
     assert sorted(r.predicate for r in live) == ["secret_location:pagerduty_api_token", "secret_location:stripe_api_token"]
+
+
+JWT_HEADER = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"  # {"alg":"HS256","typ":"JWT"}, the same in every HS256 token
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "redis://:s3cretPassw0rd@cache.example:6379/0",
+        "REDIS_URL=rediss://:s3cretPassw0rd@cache.example:6380/0",
+        "the cache is at redis://:s3cretPassw0rd@cache.example:6379/0 since Tuesday",
+        "amqp://:s3cretPassw0rd@rabbit.internal:5672/",
+    ],
+)
+def test_a_password_in_a_url_without_a_user_is_masked(text: str) -> None:
+    """Redis before ACLs authenticates with a password alone: scheme://:password@host is as secret as with a user."""
+    found = scan(text)
+    assert [f.kind for f in found] == ["password-in-url"]
+    cleaned = redact(text, found)
+    assert "s3cretPassw0rd" not in cleaned and "://:[REDACTED:password-in-url]@" in cleaned
+    assert cleaned.replace("[REDACTED:password-in-url]", "s3cretPassw0rd") == text  # only the password went
+    assert scan("redis://:@cache.example:6379/0") == [] and scan("redis://cache.example:6379/0") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgres://$PGUSER:$PGPASSWORD@db:5432/app",
+        "postgres://${PGUSER}:${PGPASSWORD}@db:5432/app",
+        "DATABASE_URL=postgres://$PGUSER:${PGPASSWORD}@db:5432/app",
+        "redis://:$REDIS_PASSWORD@cache:6379/0",
+        "postgres://app:${DB_PASSWORD:?set DB_PASSWORD}@db/app",
+        "mysql://app:%DB_PASSWORD%@db/app",
+        "postgres://app:$(DB_PASSWORD)@db/app",
+        "postgres://app:{{db_password}}@db/app",
+        "API_TOKEN=$API_TOKEN",
+    ],
+)
+def test_a_url_made_of_variables_is_left_alone(text: str) -> None:
+    """The password part names the variable that holds it: there is nothing secret to mask."""
+    assert scan(text) == [], [(f.kind, text[f.start : f.end]) for f in scan(text)]
+
+
+def test_a_literal_beside_or_inside_a_variable_is_still_masked() -> None:
+    default = "postgres://app:${DB_PASSWORD:-Zq8vLm2Pw4}@db/app"  # the inline default is a literal password
+    assert [f.kind for f in scan(default)] == ["password-in-url"]
+    mixed = "staging: postgres://$PGUSER:$PGPASSWORD@db/app; prod: postgres://app:Zq8vLm2Pw4xy@prod-db/app"
+    assert redact(mixed, scan(mixed)) == (
+        "staging: postgres://$PGUSER:$PGPASSWORD@db/app; prod: postgres://app:[REDACTED:password-in-url]@prod-db/app"
+    )
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{v}",
+        "the JWT header is {v}",
+        "token: {v}",
+        "Authorization: Bearer {v}",
+        "export AUTH_TOKEN={v}",
+        'AUTH_TOKEN: "{v}"',
+        "password {v}",
+        "every access token here starts with {v}.",
+    ],
+)
+def test_a_jwt_header_alone_is_left_alone(template: str) -> None:
+    """A token is header.payload.signature; the header alone is the public {"alg":"HS256","typ":"JWT"}."""
+    text = template.format(v=JWT_HEADER)
+    assert scan(text) == [], [(f.kind, text[f.start : f.end]) for f in scan(text)]
+
+
+def test_a_jwt_with_its_payload_or_anything_else_base64_json_is_still_a_secret() -> None:
+    import base64
+
+    payload = "eyJzdWIiOiIxMjM0NTY3ODkwIiwicm9sZSI6ImFkbWluIn0"  # {"sub":"1234567890","role":"admin"}
+    signed = f"{JWT_HEADER}.{payload}.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    for text in (f"session cookie was {signed}", f"unsigned: {JWT_HEADER}.{payload}."):
+        assert [f.kind for f in scan(text)] == ["jwt"], text
+    # base64 JSON that is not a header: a key file, or a header carrying anything but header parameters
+    key_file = base64.urlsafe_b64encode(b'{"type":"service_account","private_key_id":"4f2a9c"}').decode().rstrip("=")
+    not_a_header = base64.urlsafe_b64encode(b'{"alg":"HS256","password":"Zq8vLm2Pw4"}').decode().rstrip("=")
+    for value in (key_file, not_a_header):
+        text = f"GOOGLE_CREDENTIALS={value}"
+        assert [f.kind for f in scan(text)] == ["password-assignment"], text
+
+
+def test_remember_masks_a_userless_url_password_and_keeps_a_variable_url(svc: MemoryService) -> None:
+    text = "Cache: redis://:s3cretPassw0rd@cache.example:6379/0. App DB: postgres://$PGUSER:$PGPASSWORD@db:5432/app."
+    result = remember(svc, text)
+    assert [(r.kind, r.count) for r in result.redacted] == [("password-in-url", 1)]
+    assert svc.store.get(result.id).content == (
+        "Cache: redis://:[REDACTED:password-in-url]@cache.example:6379/0. App DB: postgres://$PGUSER:$PGPASSWORD@db:5432/app."
+    )
+    assert b"s3cretPassw0rd" not in stored_bytes(svc)
