@@ -86,6 +86,8 @@ def fit(data: Path, embedder: Any) -> dict[str, Any]:
             p_equal = p_forms[i] == p_forms[j]
             if not s_equal and ids[i] != ids[j]:
                 continue
+            if not p_equal and identifiers(predicates[i]) != identifiers(predicates[j]):
+                continue
             ss = 1.0 if s_equal else float(s_sims[i, j])
             ps = 1.0 if p_equal else float(p_sims[i, j])
             for ts, tp in grid:

@@ -254,10 +254,13 @@ class SlotMatcher:
         scored: list[tuple[float, str, tuple[str, str]]] = []
         for index, key in enumerate(keys):
             s_equal = subject_form(key[0], fact.project) == form[0]
+            p_equal = predicate_form(key[1]) == form[1]
             if not s_equal and identifiers(own[0]) != identifiers(key[0]):
                 continue  # `checkout-api` / `checkout-worker`, `payments` / `payments-db`: never one slot
+            if not p_equal and identifiers(own[1]) != identifiers(key[1]):
+                continue  # `service_port:checkout-api` / `service_port:checkout-worker`: the same
             s_sim = 1.0 if s_equal else float(s_sims[index])
-            p_sim = 1.0 if predicate_form(key[1]) == form[1] else float(p_sims[index])
+            p_sim = 1.0 if p_equal else float(p_sims[index])
             verdict = slot_verdict(s_sim, p_sim)
             if verdict != "distinct":
                 scored.append((min(s_sim, p_sim), verdict, key))
