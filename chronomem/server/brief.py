@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 URI = "chronomem://brief"
 TEMPLATE = "chronomem://brief/{project}"
+SLOTS_URI = "chronomem://slots"
 MIME = "text/markdown"
 
 #: The request context of the resource read in progress (set by `ChronomemServer.read_resource`).
@@ -88,6 +89,23 @@ def register_brief(server: MCPServer[Any], svc: MemoryService) -> None:
     @server.resource(URI, name="brief", title="Session brief", description=DESCRIPTION, mime_type=MIME)
     async def brief_resource() -> str:
         return await as_resource(None, REQUEST_CONTEXT.get())
+
+    @server.resource(
+        SLOTS_URI,
+        name="slots",
+        title="Fact slots in use",
+        description="The project's fact slots (subject, predicate) with current values: reuse these names in "
+        "`remember`'s facts so a new value replaces the old one instead of opening another slot.",
+        mime_type=MIME,
+    )
+    async def slots_resource() -> str:
+        from chronomem.tools.brief import slot_vocabulary
+
+        project = await workspace(REQUEST_CONTEXT.get())
+        try:
+            return await anyio.to_thread.run_sync(lambda: slot_vocabulary(svc, project))
+        except ChronomemError as exc:
+            raise ResourceError(str(exc)) from None
 
     @server.resource(
         TEMPLATE,

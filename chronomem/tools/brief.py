@@ -468,3 +468,23 @@ def _code(value: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if longest or value.startswith("`") or value.endswith("`") else ""
     return f"{fence}{pad}{value}{pad}{fence}"
+
+
+# ---------------------------------------------------------------------------- slot vocabulary
+
+
+def slot_vocabulary(svc: MemoryService, project: str | None = None) -> str:
+    """The project's fact slots in use (subject, predicate, how many current values), as Markdown, so an agent
+    names a new value of one of them the same way (`remember`'s facts) instead of opening another slot."""
+    scope = svc.project(project)
+    now = svc.now()
+    facts = svc.store.find(Filter().projects([scope]).kinds(["fact"]).live(now, now))
+    counts: dict[tuple[str, str], int] = {}
+    for row in facts:
+        if row.subject and row.predicate:
+            counts[(row.subject, row.predicate)] = counts.get((row.subject, row.predicate), 0) + 1
+    if not counts:
+        return f"# Fact slots of {scope}\n\nNo facts yet: name subject and predicate plainly (e.g. `billing-api` / `port`)."
+    lines = [f"# Fact slots of {scope}", "", "Reuse these names for a new value of the same thing (subject · predicate · current values):", ""]
+    lines += [f"- {subject} · {predicate} · {n}" for (subject, predicate), n in sorted(counts.items())]
+    return "\n".join(lines)

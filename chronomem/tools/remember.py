@@ -338,11 +338,15 @@ def mcp_arguments(
         # note is stored all the same
         list[FactInput | dict[str, Any]] | None,
         Field(
-            description="Structured facts the content states, one per value that may change later: "
-            "subject (what it is about), predicate (which attribute), object (its value now), e.g. "
-            '{"subject": "billing-api", "predicate": "port", "object": "8080"}. A fact on the same '
-            "(subject, predicate) with a different object invalidates the older one. A malformed fact is "
-            "refused and listed in `refused_facts`; the note is stored all the same."
+            description="Structured facts the content states, one per value that may change later. subject: "
+            "the thing it is about (the project, a module, a service, a test); predicate: which attribute of it "
+            "(port, owner, test_command); object: its value now, bare (\"8443\", not \"port 8443\"). E.g. "
+            '{"subject": "billing-api", "predicate": "port", "object": "8443"}. A new value for the same subject '
+            "and predicate replaces the old one (kept for as_of and history); reuse the names the reply files a "
+            "fact under, or `chronomem://slots`' names. kind: `state` (replaces: a port, a version, an owner) or "
+            "`event` (each one counts, none replaces another: a flaky report, an incident, a deploy); a date or "
+            "time as the object reads as an event. A malformed fact is refused and listed in `refused_facts`; "
+            "the note is stored all the same."
         ),
     ] = None,
     valid_from: Annotated[
@@ -384,8 +388,13 @@ the previous test_command is then invalidated (kept for as_of/history, gone from
 Pass `paths` when the memory is about specific files (e.g. paths=["deploy/fabfile.py"]): recall
 then says when those files have changed since, and recall(paths=…) finds it.
 
-Returns the new memory's id and what happened to each fact (added, superseded, reinforced;
-malformed ones in `refused_facts`). Credentials in any field (API keys, tokens, private keys,
+When the note replaces something recall showed you, pass its id: supersedes=["01J…"] ends exactly
+that memory at this note's time. Without it, `probable_updates` in the reply lists current memories
+this note probably updates (id and why) for you to confirm in your next call.
+
+Returns the new memory's id and what happened to each fact (added, superseded, reinforced; the slot it
+was filed under, and `possibly_same_as` for close slots it was not merged with; malformed ones in
+`refused_facts`). Credentials in any field (API keys, tokens, private keys,
 passwords, also in sentences) are stored as [REDACTED:<kind>] and listed in `redacted`: remember
 where a secret lives, not its value. Each call adds a memory, so calling it twice stores the statement twice.
 `gate` reports the statement's novelty, salience and prediction_error; under the `skip` policy a statement

@@ -163,3 +163,16 @@ async def test_brief_follows_the_clients_workspace_root(store, tmp_path):
             text = (await client.read_resource(URI, cache_mode="bypass")).contents[0].text
             assert "- lint_command: `ruff check .` (since " in text and saved["facts"][0]["id"] in text
             assert prompt_text(await client.get_prompt("brief")) == text
+
+
+@pytest.mark.slow
+async def test_the_slot_vocabulary_resource_names_the_slots_in_use(store, tmp_path):
+    with anyio.fail_after(TEST_DEADLINE):
+        async with stdio_client(store, tmp_path) as client:
+            empty = (await client.read_resource("chronomem://slots")).contents[0].text
+            assert "No facts yet" in empty
+            await call_ok(client, "remember", {"content": "The API listens on 8080.", "facts": [fact("api", "port", "8080")]})
+            await call_ok(client, "remember", {"content": "The api service moved to 8443.", "facts": [fact("the api service", "Port", "8443")]})
+            text = (await client.read_resource("chronomem://slots", cache_mode="bypass")).contents[0].text
+            # the second naming was filed under the first slot, which holds one current value
+            assert "- api · port · 1" in text.splitlines() and "the api service" not in text
