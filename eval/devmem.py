@@ -219,10 +219,12 @@ class Replay:
         rankers: list[Ranker | PipelineRanker],
         upkeep: Upkeep,
         noisy: NoisyAgent | None = None,
+        confirm: bool = False,
     ) -> None:
         self.svc = svc
         self.agent = agent
         self.noisy = noisy
+        self.confirm = confirm
         self.steps = steps
         self.rankers = rankers
         self.upkeep = upkeep
@@ -248,6 +250,10 @@ class Replay:
                 facts = None if named is None else [{"subject": named.subject, "predicate": named.predicate, "object": named.object}]
                 self.actions["noisy: no facts" if named is None else "noisy: fact passed"] += 1
         result = remember(self.svc, w.content, valid_from=w.t, project=w.project, facts=facts)
+        if self.confirm:  # the agent takes the reply's word: each probable update it lists is ended at this note
+            for update in result.probable_updates:
+                outcome = forget(self.svc, update.id, f"updated by note {w.id} ({update.reason})", at=w.t)
+                self.actions[f"confirmed update {outcome.action}"] += 1
         self.write_seconds.append(time.perf_counter() - start)
         self.notes.bind(result.id, w.id)
         self.memories[w.id] = [result.id]
@@ -565,6 +571,10 @@ def main(argv: list[str] | None = None) -> int:
         help="agent mode's naming: ideal (one name per slot, every fact) or noisy (a realistic model, eval/agent_style.py)",
     )
     parser.add_argument("--seed", type=int, default=0, help="the noisy agent's seed")
+    parser.add_argument(
+        "--confirm-updates", action="store_true",
+        help="the agent confirms each probable update a reply lists (forget at the note's time), as remember asks",
+    )
     parser.add_argument("--out", type=Path, default=None, help="results folder (default eval/results)")
     parser.add_argument("--projects", nargs="*", help="only these projects (quick runs)")
     parser.add_argument("--no-upkeep", action="store_true", help="no consolidator steps (rows stay unindexed: slow)")
@@ -587,13 +597,15 @@ def main(argv: list[str] | None = None) -> int:
         slots = [s for s in slots if s["project"] in keep]
     noisy = NoisyAgent(args.seed) if args.agent_facts and args.agent_style == "noisy" else None
     mode = ("agent-noisy" if noisy else "agent") if args.agent_facts else "text"
+    if args.confirm_updates:
+        mode += "-confirming"
     project_of = {w.id: w.project for w in writes}
     embedder = make_embedder()
     rankers = load_rankers(args.rankers) if args.rankers else [] if args.no_ablation else RANKERS
 
     with temp_service("devmem", embedder) as svc:
         upkeep = Upkeep(svc, enabled=not args.no_upkeep)
-        replay = Replay(svc, args.agent_facts, agent_steps(slots), rankers, upkeep, noisy)
+        replay = Replay(svc, args.agent_facts, agent_steps(slots), rankers, upkeep, noisy, args.confirm_updates)
         replay.play(writes, queries, started)
         # the audit reads each slot under the ideal agent's names; a noisy agent's slots are named its own ways
         audit = audit_slots(svc, slots, {w.id: w for w in writes}) if args.agent_facts and noisy is None else None
@@ -605,6 +617,7 @@ def main(argv: list[str] | None = None) -> int:
         "args": {
             "data": str(data_dir), "upkeep": not args.no_upkeep, "limit": LIMIT, "projects": args.projects,
             "agent_style": args.agent_style if args.agent_facts else None, "seed": args.seed if noisy else None,
+            "confirm_updates": args.confirm_updates,
         },
         "data": {
             "writes": len(writes),
