@@ -17,6 +17,7 @@ Given a new fact and the slot's rows as currently known, decide what to write:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -49,7 +50,7 @@ class SlotPlan:
     conflicts: list[MemoryRecord] = field(default_factory=list)
 
 
-def is_event(fact: MemoryRecord, slot_rows: list[MemoryRecord] = ()) -> bool:  # type: ignore[assignment]
+def is_event(fact: MemoryRecord, slot_rows: Sequence[MemoryRecord] = ()) -> bool:
     """An event accumulates; a state replaces. The agent's `kind` (a tag on the row) decides; else a fact whose
     object is a date or time (`flaky_report: 2026-03-02`) is an event, and so is one on a slot already holding events."""
     if STATE_TAG in fact.tags:

@@ -1,23 +1,27 @@
-"""Semantic slot matching: a new fact whose slot is named differently from an existing live slot.
+"""Slot matching: a new fact whose slot is named differently from an existing live slot of its project.
 
-`test cmd` and `test_command` are one slot to a reader, but normalization alone cannot
-tell. When a new fact's exact slot (project, subject, predicate) holds nothing, the
-nearest live slots of its project are compared by the embedding similarity of their
-slot phrases ("<subject> <predicate words>"):
+`test_cmd`, `test command` and `the test command` are one slot to a reader; so are `payments`,
+`payments-svc` and `the payments service`. When a new fact's exact slot (project, subject,
+predicate) holds nothing:
 
-- at or above `SAME_SLOT` (0.90) the new fact is resolved against that slot (it takes
-  the slot's subject and predicate, so history shows one chain);
-- in the ambiguous band [`AMBIGUOUS_SLOT` 0.80, 0.90) a judge (the LLM, when one is
-  configured and the caller is the background consolidator) decides; without one, both
-  stay live and, where their objects differ, are flagged as conflicting;
-- below 0.80 the slots are distinct.
+1. its *normal form* (`subject_form`, `predicate_form`: case, quotes, `-`/`_`/spaces, a leading
+   article, a trailing `service`, the project's own name with `repo`/`project`) equal to an existing
+   slot's files it under that slot;
+2. else subject and predicate are compared each on its own by the model (a whole phrase is dominated
+   by its subject: `webhooks module owned by` / `webhooks module lives in` are 0.96 alike):
+   both at or above `SAME_SUBJECT` / `SAME_PREDICATE` (0.80 / 0.75) is the same slot (the fact takes
+   that slot's names, so history shows one chain); a predicate in [`NEAR_PREDICATE` 0.60, 0.75) is a
+   near miss: a judge (the LLM, when one is configured and the caller is the background
+   consolidator) decides, and without one it is never merged: it is reported (`SlotMatch.near`, the
+   reply's `possibly_same_as`) and, where the values differ, both facts are flagged as conflicting;
+3. slots whose identifier-like tokens differ (`checkout-api` / `checkout-worker`, `payments` /
+   `payments-db`, `service_port:a` / `service_port:b`) are distinct whatever the similarity.
 
-The thresholds come from all-MiniLM-L6-v2 on slot phrases: paraphrases of one attribute
-(`deploy command` / `deployment command` 0.97, `api port` / `api server port` 0.94) sit
-above 0.90; near-misses of different attributes (`staging url` / `production url` 0.85,
-`test command` / `test runner` 0.78) fall in or below the band, never above it. Slots
-whose identifier-like tokens differ (`checkout-api` / `checkout-worker`, `INC-5447` /
-`INC-4408`) are distinct whatever the similarity: embeddings blur exactly those.
+The thresholds come from `python -m eval.fit_slots` (every naming the noisy agent of eval/agent_style.py
+gives each slot, paired): at (0.80, 0.75) no two different slots merge among 6.9M pairs on dev, 7.0M on
+devmem_validation and 4.5k on agentfiles_validation, and 23% / 23% / 65% of same-slot pairs merge;
+(0.80, 0.70) merges 65 different pairs on dev. `classify` keeps the whole-phrase bands (`SAME_SLOT`,
+`AMBIGUOUS_SLOT`) that the rule extractor's stage compares phrases by.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from chronomem.storage import Filter, MemoryStore
 #: Subject and predicate similarities at or above which two namings are one slot, each compared on its own
 #: (the subject dominates a whole phrase: `webhooks module owned by` / `webhooks module lives in` are 0.96
 #: alike). Fitted by eval/fit_slots.py on dev: the lowest pair with no two different slots merged among
-#: 6.9M pairs of the noisy agent's namings (0.80, 0.75); confirmed on devmem_validation and agentfiles_validation.
+#: 6.9M pairs of the noisy agent's namings (0.80, 0.75); none merged on either validation split either.
 SAME_SUBJECT = 0.80
 SAME_PREDICATE = 0.75
 #: Below those, down to these, a naming is a near miss: reported to the agent ("possibly the same as"), not merged.
