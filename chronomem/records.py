@@ -259,6 +259,60 @@ def differs_only_in_values(old: str, new: str) -> bool:
     return len(new_words) >= 2 and old_words == new_words and bool(new_values) and old_values != new_values
 
 
+_QUANTITY = re.compile(r"^[~≈]?\d+(?:[.,]\d+)?\s*([^\d\s]+)$")
+
+
+def value_kind(value: str) -> str:
+    """The shape of an object, which one attribute of one thing keeps from value to value: `integer` (a port, a
+    limit), `version`, `quantity:<unit>` (`44 min`, `1909 ms`), `url`, `handle` (`#team-x`, `@bot`), `path`,
+    `dotted` (a host, `flag.x`), `identifier` (`checkout-worker`), `word`, `name` (capitalised words: a person,
+    a team, a product), or `text`. Values of two kinds are never two values of one slot."""
+    words = value_words(value)
+    text = " ".join(words)
+    if not text:
+        return "text"
+    if re.fullmatch(r"\d+", text):
+        return "integer"
+    if re.fullmatch(r"\d+(?:\.\d+)+\S*", text):
+        return "version"
+    quantity = _QUANTITY.match(text)
+    if quantity:
+        return f"quantity:{quantity.group(1)}"
+    if "://" in text:
+        return "url"
+    if len(words) == 1:
+        word = words[0]
+        if word[0] in "#@":
+            return "handle"
+        if "/" in word:
+            return "path"
+        if re.search(r"\w\.\w", word):
+            return "dotted"
+        if re.search(r"\w[-_:]\w", word):
+            return "identifier"
+        return "name" if value.strip(" `'\"")[:1].isupper() else "word"
+    original = [w for w in re.split(r"\s+", value.strip(" `'\".")) if w]
+    if len(original) <= 4 and all(w[:1].isupper() for w in original):
+        return "name"
+    return "text"
+
+
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,3}")
+
+
+def values_of_kind(text: str, kind: str) -> list[str]:
+    """The values of one `value_kind` a text states (`dispatch-jobs → port 5381.` has the integer `5381`);
+    none for free text and plain words, whose kind says nothing."""
+    if kind in ("text", "word"):
+        return []
+    if kind.startswith("quantity:"):
+        unit = re.escape(kind.split(":", 1)[1])
+        return [m.group(0) for m in re.finditer(rf"[~≈]?\d+(?:[.,]\d+)?\s*{unit}\b", text.lower())]
+    if kind == "name":
+        return [m.group(0) for m in _CAPITALISED_RUN.finditer(text)]
+    return [w for w in value_words(text) if value_kind(w) == kind]
+
+
 def is_time_value(value: str) -> bool:
     """True when an object is a date or a time of day on a date (ISO 8601), the value of an event (`flaky on
     2026-03-02`), not of a state: such facts accumulate instead of replacing each other."""

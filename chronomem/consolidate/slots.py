@@ -39,7 +39,7 @@ import numpy as np
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.embed import Embedder
 from chronomem.facts import slot_phrase
-from chronomem.records import MemoryRecord, fact_sentence, same_value
+from chronomem.records import MemoryRecord, fact_sentence, same_value, value_kind
 from chronomem.search.engine import vector_search
 from chronomem.service import MemoryService
 from chronomem.storage import Filter, MemoryStore
@@ -50,6 +50,12 @@ from chronomem.storage import Filter, MemoryStore
 #: 6.9M pairs of the noisy agent's namings (0.80, 0.75); none merged on either validation split either.
 SAME_SUBJECT = 0.80
 SAME_PREDICATE = 0.75
+#: The predicate's bar when the subjects are one and the values of one kind (`port` / `http port` 0.75,
+#: `feature flag` / `flag` 0.63, `service` / `served by` 0.54): eval.fit_slots' kind rule, the lowest floor at
+#: which no two different slots merge on dev (0.4 merges 108 pairs: `preferred editor` / `preferred language`,
+#: both names); none merge at 0.5 on devmem_validation or agentfiles_validation either, and same-slot pairs
+#: merged rise from 23% to 45% (dev), 23% to 51% (validation), 65% to 68% (agentfiles).
+SAME_KIND_PREDICATE = 0.50
 #: Below those, down to these, a naming is a near miss: reported to the agent ("possibly the same as"), not merged.
 NEAR_SUBJECT = 0.80
 NEAR_PREDICATE = 0.60
@@ -94,6 +100,19 @@ def subject_form(subject: str, project: str) -> str:
     if len(words) > 1 and words[-1] in _PROJECT_WORDS and words[:-1] == _words(project):
         words = words[:-1]
     return " ".join(words)
+
+
+_NOTE_WORDS = re.compile(r"\w+")
+
+
+def grounded_subject(subject: str, note: str, project: str) -> str:
+    """`subject_form` less the words its note does not say: what a model adds around a name (`the gift cards
+    feature` for a note about "gift cards", `Mobile team` for "Lead for Mobile") is not part of the name. A
+    subject none of whose words the note says is kept whole."""
+    form = subject_form(subject, project)
+    said = set(_NOTE_WORDS.findall(note.lower()))
+    kept = [w for w in form.split() if all(part in said for part in _NOTE_WORDS.findall(w))]
+    return " ".join(kept) if kept else form
 
 
 def subject_words(subject: str) -> str:
@@ -149,10 +168,14 @@ class SlotMatch:
     near: list[tuple[tuple[str, str], float]] = field(default_factory=list)
 
 
-def slot_verdict(subject_similarity: float, predicate_similarity: float) -> str:
+def slot_verdict(subject_similarity: float, predicate_similarity: float, same_kind: bool = False) -> str:
     """`same`, `ambiguous` (a near miss: reported, never merged) or `distinct`, from the model's similarity of
-    the two subjects and, separately, of the two predicates (1.0 where their normal forms are equal)."""
+    the two subjects and, separately, of the two predicates (1.0 where their normal forms are equal).
+    `same_kind`: the subjects are one (by normal form or as grounded in their notes) and the values are of one
+    kind other than free text (`records.value_kind`), which lowers the predicate's bar to `SAME_KIND_PREDICATE`."""
     if subject_similarity >= SAME_SUBJECT and predicate_similarity >= SAME_PREDICATE:
+        return "same"
+    if same_kind and predicate_similarity >= SAME_KIND_PREDICATE:
         return "same"
     if subject_similarity >= NEAR_SUBJECT and predicate_similarity >= NEAR_PREDICATE:
         return "ambiguous"
@@ -184,6 +207,8 @@ class SlotMatcher:
         self._decisions: dict[tuple[str, str, str, str, str], bool] = {}
         self._vectors: dict[str, list[float]] = {}
         self._slots: dict[str, tuple[float, set[tuple[str, str]]]] = {}
+        #: (project, subject, predicate) → (its subject grounded in its note, the kind of its values)
+        self._grounding: dict[tuple[str, str, str], tuple[str, str]] = {}
         self._lock = threading.Lock()
 
     def embed_phrases(self, phrases: Sequence[str]) -> dict[str, list[float]]:
@@ -205,12 +230,42 @@ class SlotMatcher:
             self._slots.clear()
 
     def note_written(self, rows: Iterable[MemoryRecord]) -> None:
-        """Add the slots of facts just committed to the cached slot lists."""
+        """Add the slots of facts just committed to the cached slot lists (and what grounds them)."""
+        rows = list(rows)
+        notes = {r.id: r.content for r in rows if r.kind == "chunk"}
         with self._lock:
             for row in rows:
+                if row.kind != "fact" or not row.subject or not row.predicate:
+                    continue
                 cached = self._slots.get(row.project)
-                if cached is not None and row.kind == "fact" and row.subject and row.predicate:
+                if cached is not None:
                     cached[1].add((row.subject, row.predicate))
+                key = (row.project, row.subject, row.predicate)
+                if key not in self._grounding and row.source_ids and row.source_ids[0] in notes:
+                    self._grounding[key] = self._ground(row, notes[row.source_ids[0]])
+
+    @staticmethod
+    def _ground(row: MemoryRecord, note: str | None) -> tuple[str, str]:
+        assert row.subject is not None
+        subject = grounded_subject(row.subject, note, row.project) if note else subject_form(row.subject, row.project)
+        return subject, value_kind(row.object or "")
+
+    def groundings(self, project: str, keys: Iterable[tuple[str, str]], now: datetime) -> dict[tuple[str, str], tuple[str, str]]:
+        """Each slot's grounded subject and value kind, read from the store once for the slots not seen yet."""
+        keys = list(keys)
+        with self._lock:
+            missing = [k for k in keys if (project, *k) not in self._grounding]
+        if missing:
+            facts = self.store.find(Filter().projects([project]).kinds(["fact"]).known(now))
+            first = {(f.subject, f.predicate): f for f in sorted(facts, key=lambda f: f.id) if f.subject and f.predicate}
+            note_ids = sorted({f.source_ids[0] for f in first.values() if f.source_ids})
+            notes = {c.id: c.content for c in self.store.find(Filter().ids(note_ids))} if note_ids else {}
+            with self._lock:
+                for key, fact in first.items():
+                    note = notes.get(fact.source_ids[0]) if fact.source_ids else None
+                    self._grounding.setdefault((project, *key), self._ground(fact, note))
+        with self._lock:
+            return {k: self._grounding.get((project, *k), (subject_form(k[0], project), "text")) for k in keys}
 
     def _project_slots(self, project: str, now: datetime) -> set[tuple[str, str]]:
         with self._lock:
@@ -250,6 +305,11 @@ class SlotMatcher:
         keys = [k for k in self._candidates(fact, phrase, slots, now) if k != own]
         if not keys:
             return SlotMatch(fact)
+        note = pending.get(fact.source_ids[0]) if fact.source_ids else None
+        if note is None and fact.source_ids:
+            note = self.store.get(fact.source_ids[0])
+        mine = self._ground(fact, note.content if note is not None else None)
+        grounding = self.groundings(fact.project, keys, now)
         subject_texts = [subject_words(own[0]), *(subject_words(k[0]) for k in keys)]
         predicate_texts = [predicate_words(own[1]), *(predicate_words(k[1]) for k in keys)]
         vectors = self.embed_phrases([*subject_texts, *predicate_texts])
@@ -257,7 +317,7 @@ class SlotMatcher:
         p_sims = _cosines(vectors, predicate_texts)
         scored: list[tuple[float, str, tuple[str, str]]] = []
         for index, key in enumerate(keys):
-            s_equal = subject_form(key[0], fact.project) == form[0]
+            s_equal = subject_form(key[0], fact.project) == form[0] or grounding[key][0] == mine[0]
             p_equal = predicate_form(key[1]) == form[1]
             if not s_equal and identifiers(own[0]) != identifiers(key[0]):
                 continue  # `checkout-api` / `checkout-worker`, `payments` / `payments-db`: never one slot
@@ -265,7 +325,7 @@ class SlotMatcher:
                 continue  # `service_port:checkout-api` / `service_port:checkout-worker`: the same
             s_sim = 1.0 if s_equal else float(s_sims[index])
             p_sim = 1.0 if p_equal else float(p_sims[index])
-            verdict = slot_verdict(s_sim, p_sim)
+            verdict = slot_verdict(s_sim, p_sim, same_kind=s_equal and grounding[key][1] == mine[1] != "text")
             if verdict != "distinct":
                 scored.append((min(s_sim, p_sim), verdict, key))
         near: list[tuple[tuple[str, str], float]] = []
