@@ -11,6 +11,7 @@ the alias `text` for `content`); the CLI calls `remember` directly.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from chronomem.config import MAX_FACTS_PER_CALL
 from chronomem.consolidate import gate
 from chronomem.consolidate.apply import FactOutcome, resolve_and_commit
 from chronomem.consolidate.resolve import EVENT_TAG, STATE_TAG
+from chronomem.consolidate.pending import live_facts_near
 from chronomem.consolidate.slots import slot_matcher
 from chronomem.errors import InvalidInput
 from chronomem.records import (
@@ -29,6 +31,9 @@ from chronomem.records import (
     fact_sentence,
     differs_only_in_values,
     is_time_value,
+    same_value,
+    value_kind,
+    values_of_kind,
     new_id,
     normalize_predicate,
     normalize_subject,
@@ -52,6 +57,9 @@ from chronomem.tools.spec import Hints, Project, ToolSpec
 from chronomem.tools.validate import require_text, string_list
 
 SOURCES = ("agent", "rules", "llm", "import")
+#: Live facts a note is checked against for a probable update: the nearest by meaning or words (the
+#: consolidator's own hybrid search, consolidate/pending.py, which reads 20 for the same kind of question).
+NEAR_FACTS = 20
 
 
 def parse_facts(facts: Any) -> tuple[list[tuple[int, FactInput]], list[RefusedFact]]:
@@ -296,10 +304,25 @@ def probable_updates(
         for subject, predicate, score in outcome.near[:1]:
             rows = svc.store.find(Filter().projects([chunk.project]).slot(subject, predicate).live(chunk.valid_at, svc.now()))
             for row in rows:
-                if row.kind == "fact" and row.id not in outcome.conflicts_with:
+                if row.kind == "fact":
                     found.setdefault(row.id, ProbableUpdate(
                         id=row.id, reason=f"same thing by meaning: {subject} {predicate} ({score:.2f})",
                     ))
+    own_slots = {(o.subject, o.predicate) for o in outcomes}
+    now = svc.now()
+    # the live facts nearest the note by meaning or words (a bounded search, not a scan of the project)
+    near = live_facts_near(svc.store, chunk.project, chunk.vector, chunk.content, at=chunk.valid_at, now=now, limit=NEAR_FACTS)
+    live = [
+        row for row in near
+        if row.subject and row.predicate and (row.subject, row.predicate) not in own_slots and row.valid_at < chunk.valid_at
+    ]
+    grounded = slot_matcher(svc).groundings(chunk.project, {(r.subject or "", r.predicate or "") for r in live}, now)
+    for row in live:
+        if row.id in found:
+            continue
+        reason = restates_with_new_value(row, grounded[(row.subject or "", row.predicate or "")][0], chunk.content)
+        if reason:
+            found[row.id] = ProbableUpdate(id=row.id, reason=reason)
     if nearest:
         row = svc.store.get(nearest)
         if (
@@ -308,6 +331,30 @@ def probable_updates(
         ):
             found.setdefault(row.id, ProbableUpdate(id=row.id, reason="the same text but for a value"))
     return list(found.values())
+
+
+def restates_with_new_value(fact: MemoryRecord, subject_name: str, note: str) -> str | None:
+    """Why `note` probably gives `fact` a new value, or None: the note names the fact's subject (every word of
+    `subject_name`, the subject as its own note said it: `SlotMatcher.groundings`) and states another value of the same kind as its object (`value_kind`) — beside the old value
+    (`feeds moved from invites-server into loyalty-jobs`) or beside a word of its predicate (`dispatch-jobs → port
+    5381`). Structure, not wording: which words say "moved" or "now" is never asked."""
+    if not fact.subject or not fact.predicate or not fact.object:
+        return None
+    said = set(re.findall(r"\w+", note.lower()))
+    subject = re.findall(r"\w+", subject_name)
+    if not subject or not all(w in said for w in subject):
+        return None
+    kind = value_kind(fact.object)
+    others = [v for v in values_of_kind(note, kind) if not same_value(v, fact.object)]
+    others = [v for v in others if not set(re.findall(r"\w+", v.lower())) <= set(subject)]
+    if not others:
+        return None
+    if any(same_value(v, fact.object) for v in values_of_kind(note, kind)):
+        return f"names {fact.object!r} and now {others[0]!r} for {fact.subject} {fact.predicate}"
+    attribute = [w for w in re.findall(r"[a-z]{3,}", fact.predicate.lower().replace("_", " ")) if w not in subject]
+    if attribute and any(w in said for w in attribute):
+        return f"gives {fact.subject} {fact.predicate} another value: {others[0]!r}"
+    return None
 
 
 def fact_tags(tags: list[str], fact: FactInput) -> list[str]:

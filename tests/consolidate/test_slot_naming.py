@@ -67,13 +67,32 @@ def test_different_things_never_merge(svc: MemoryService, clock) -> None:
 
 
 def test_a_near_miss_is_reported_not_merged(svc: MemoryService, clock) -> None:
-    a = remember(svc, "CI is CircleCI.", facts=fact("proj", "ci system", "CircleCI"))
+    # "feature flag" / "flag" (0.63) over values of two kinds (a dotted name, a hyphenated one): not one slot for sure
+    a = remember(svc, "gift cards is gated behind flag.gift_cards.", facts=fact("gift cards", "feature flag", "flag.gift_cards"))
     clock.advance(seconds=1)
-    b = remember(svc, "CI provider: Buildkite.", facts=fact("proj", "ci provider", "Buildkite"))
+    b = remember(svc, "gift cards: enable-gift-cards.", facts=fact("gift cards", "flag", "enable-gift-cards"))
     [outcome] = b.facts
-    assert outcome.named is None and outcome.possibly_same_as and outcome.possibly_same_as[0].startswith("proj ci_system (0.")
-    assert history(svc, subject="proj", predicate="ci_system").entries[0].status == "current"
-    assert a.facts[0].id in b.message or any(a.facts[0].id in c for c in outcome.conflicts_with)
+    assert outcome.named is None and outcome.possibly_same_as and outcome.possibly_same_as[0].startswith("gift cards feature_flag (0.")
+    assert history(svc, subject="gift cards", predicate="feature_flag").entries[0].status == "current"
+    assert outcome.conflicts_with == [a.facts[0].id]
+    assert [(u.id, u.reason.split(":")[0]) for u in b.probable_updates] == [(a.facts[0].id, "same thing by meaning")]
+
+
+def test_one_attribute_under_two_names_with_values_of_one_kind_is_one_slot(svc: MemoryService, clock) -> None:
+    # the subjects are one as their notes say them; "port" / "http port" and "service" / "served by" mean one attribute
+    first = remember(svc, "Port 8277 belongs to contracts-jobs.", facts=fact("contracts-jobs service", "http port", "8277"))
+    clock.advance(seconds=1)
+    second = remember(svc, "Port 9125 belongs to contracts-jobs.", facts=fact("the contracts-jobs service", "port", "9125"))
+    assert second.facts[0].action == "superseded" and second.facts[0].supersedes == first.facts[0].id
+    clock.advance(seconds=1)
+    remember(svc, "loyalty runs in loyalty-jobs.", facts=fact("loyalty", "service", "loyalty-jobs"))
+    clock.advance(seconds=1)
+    moved = remember(svc, "loyalty is bundled into contracts-server.", facts=fact("the loyalty module", "served by", "contracts-server"))
+    assert moved.facts[0].action == "superseded"
+    # another attribute of the same thing with a value of another kind stays its own slot
+    clock.advance(seconds=1)
+    path = remember(svc, "loyalty lives in src/loyalty/.", facts=fact("loyalty", "lives in", "src/loyalty/"))
+    assert path.facts[0].action == "added"
 
 
 def test_events_accumulate_and_states_replace(svc: MemoryService, clock) -> None:
@@ -124,3 +143,18 @@ def test_a_probable_update_is_reported_with_its_id(svc: MemoryService, clock) ->
     second = remember(svc, "Full check: `./scripts/test` (~23s, runs everything)", valid_from="2024-02-01")
     assert [(u.id, u.reason) for u in second.probable_updates] == [(first.id, "the same text but for a value")]
     assert first.id in second.message and "supersedes" in second.message
+
+
+def test_a_note_without_facts_that_gives_a_fact_a_new_value_is_a_probable_update(svc: MemoryService, clock) -> None:
+    port = remember(svc, "dispatch-jobs listens on 5589.", valid_from="2024-01-01", facts=fact("dispatch-jobs service", "port", "5589"))
+    host = remember(svc, "feeds runs in invites-server.", valid_from="2024-01-01", facts=fact("the feeds module", "served by", "invites-server"))
+    owner = remember(svc, "feeds is owned by Merchant Tools.", valid_from="2024-01-01", facts=fact("feeds", "owner", "Merchant Tools"))
+    clock.advance(seconds=1)
+    moved = remember(svc, "dispatch-jobs → port 5381.", valid_from="2024-02-01")
+    assert [u.id for u in moved.probable_updates] == [port.facts[0].id]
+    clock.advance(seconds=1)
+    carved = remember(svc, "Moved feeds from invites-server into loyalty-jobs.", valid_from="2024-02-02")
+    assert [u.id for u in carved.probable_updates] == [host.facts[0].id]  # not the owner: a name is not a service
+    clock.advance(seconds=1)
+    unrelated = remember(svc, "dispatch-jobs had a slow deploy on Tuesday.", valid_from="2024-02-03")
+    assert unrelated.probable_updates == [] and owner.facts[0].id not in carved.message
