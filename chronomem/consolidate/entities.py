@@ -1,6 +1,7 @@
 """Entity views: an entity's state aggregated from the facts about it by declared operators (VikingMem).
 
-A *view* names the fact predicate(s) it reads and an operator; an *entity* is a fact's subject (a test, a
+A *view* names the fact predicate(s) it reads and an operator (a fact feeds it when its predicate is one of them
+by normal form, holds its words, or means the same to the model: `flaky_report` and `marked flaky` feed `flaky`); an *entity* is a fact's subject (a test, a
 dependency, a service, a module). The value of a view for an entity is computed from every statement of those
 facts — `count`, `sum`, `max`, `min`, `avg` over them, `latest` (the value valid at the asked time) and
 `time_compress` ("flaky 7 times between 2026-03-02 and 2026-05-14") — and lists the fact ids it came from.
@@ -31,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from chronomem.errors import InvalidInput
+from chronomem.consolidate.slots import SAME_PREDICATE, cosine, predicate_form, predicate_words, slot_matcher, subject_form
 from chronomem.records import MemoryRecord, normalize_predicate, normalize_subject
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
@@ -187,6 +189,30 @@ def _summary(view: View, entity: str, value: Any, count: int, first: datetime, l
     return f"{entity}: {view.name} {view.operator} = {value} (from {count} statement{'s' if count != 1 else ''})"
 
 
+def view_predicates(
+    svc: MemoryService, views: Sequence[View], predicates: Iterable[str], by_meaning: bool = True
+) -> dict[str, set[str]]:
+    """Per view, the stored predicates that feed it: as the view names them (normal form), holding the view's
+    words (`flaky_report`, `marked flaky` feed `flaky`), or, with `by_meaning`, meaning the same to the model
+    (`owned by` feeds `owner`, at the slot matcher's `SAME_PREDICATE`)."""
+    predicates = sorted(set(predicates))
+    texts = sorted({predicate_words(p) for p in [*predicates, *(q for v in views for q in v.predicates)]})
+    vectors = slot_matcher(svc).embed_phrases(texts) if texts and by_meaning else {}
+    out: dict[str, set[str]] = {}
+    for view in views:
+        fed: set[str] = set()
+        for predicate in predicates:
+            words = predicate_words(predicate)
+            for named in view.predicates:
+                mine = predicate_words(named)
+                if predicate_form(named) == predicate_form(predicate) or set(mine.split()) <= set(words.split()):
+                    fed.add(predicate)
+                elif vectors and cosine(vectors[mine], vectors[words]) >= SAME_PREDICATE:
+                    fed.add(predicate)
+        out[view.name] = fed
+    return out
+
+
 def compute(
     svc: MemoryService,
     project: str,
@@ -194,14 +220,21 @@ def compute(
     at: datetime,
     known_at: datetime,
     entity: str | None = None,
+    by_meaning: bool = True,
 ) -> list[EntityValue]:
-    """Every view's value for every entity of `project` (or only `entity`), as of (`at`, `known_at`)."""
+    """Every view's value for every entity of `project` (or only `entity`), as of (`at`, `known_at`); `by_meaning`
+    off finds a view's facts by their names alone (no model: the session brief must answer without one)."""
     views = list(views)
     predicates = sorted({p for v in views for p in v.predicates})
     if not predicates:
         return []
     flt = Filter().projects([project]).kinds(["fact"]).began_by(at)
-    facts = [f for f in svc.store.find(flt) if f.predicate in predicates and (entity is None or f.subject == entity)]
+    wanted = None if entity is None else subject_form(entity, project)
+    facts = [
+        f for f in svc.store.find(flt)
+        if f.predicate and f.subject and (wanted is None or subject_form(f.subject, project) == wanted)
+    ]
+    feeds = view_predicates(svc, views, {f.predicate for f in facts if f.predicate}, by_meaning)
     revised = {f.revision_of for f in facts if f.revision_of and f.is_known_at(known_at)}
     facts = [f for f in facts if f.id not in revised]  # a revision stands for the row it closed
     chunk_ids = sorted({s for f in facts for s in f.source_ids})
@@ -210,7 +243,7 @@ def compute(
     for view in views:
         groups: dict[str, list[MemoryRecord]] = {}
         for f in facts:
-            if f.predicate in view.predicates and f.subject and fnmatch.fnmatchcase(f.subject, view.subject):
+            if f.predicate in feeds[view.name] and f.subject and fnmatch.fnmatchcase(f.subject, view.subject):
                 groups.setdefault(f.subject, []).append(f)
         for subject in sorted(groups):
             value = aggregate(view, subject, statements(groups[subject], chunks, at, known_at), at)

@@ -323,7 +323,7 @@ def _changes(
 def _tallies(svc: MemoryService, key: str, now: datetime) -> list[BriefTally]:
     """The project's counting entity views with at least MIN_TALLY statements, most statements first."""
     views = [v for v in load_views(svc).values() if v.operator in ("count", "time_compress")]
-    values = [v for v in compute(svc, key, views, now, now) if v.count >= MIN_TALLY]
+    values = [v for v in compute(svc, key, views, now, now, by_meaning=False) if v.count >= MIN_TALLY]
     values.sort(key=lambda v: (-v.count, v.view, v.entity))
     return [BriefTally(view=v.view, entity=v.entity, count=v.count, summary=v.summary, fact_ids=v.fact_ids) for v in values]
 

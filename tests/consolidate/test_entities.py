@@ -128,3 +128,24 @@ def test_the_brief_lists_repeated_reports_under_counts(svc: MemoryService, strea
     tally = next(t for t in out.tallies if t.entity == TEST)
     assert tally.count == 3 and tally.view == "flaky"
     assert "## Counts" in out.text() and f"{TEST}: flaky 3 times between 2024-03-04 and 2024-05-20" in out.text()
+
+
+@pytest.mark.parametrize("predicate", ["flaky", "flaky_report", "marked flaky", "flaky test"])
+def test_the_flaky_story_under_any_naming(svc: MemoryService, clock, predicate: str) -> None:
+    """Three reports whose object is the day (an event each: none supersedes another) under the agent's own
+    predicate: the flaky view finds them by meaning, counts three now and two as of the second report."""
+    test = "tests/test_sync.py::test_retry"
+    reports = [fact(svc, clock, f"{test} flaked again", day, test, predicate, day) for day in ("2024-03-02", "2024-03-09", "2024-03-20")]
+    assert [r.facts[0].action for r in reports] == ["added"] * 3
+    [now] = entity(svc, test).views
+    assert (now.view, now.count, now.last[:10]) == ("flaky", 3, "2024-03-20")
+    assert sorted(now.fact_ids) == sorted(r.facts[0].id for r in reports)
+    [then] = entity(svc, test, as_of="2024-03-10").views
+    assert (then.count, then.last[:10]) == (2, "2024-03-09")
+
+
+def test_a_view_takes_no_fact_of_another_meaning(svc: MemoryService, clock) -> None:
+    fact(svc, clock, "billing is on 8080", "2024-03-01", "billing", "listening port", "8080")
+    fact(svc, clock, "billing is owned by Ana", "2024-03-01", "billing", "owned by", "Ana")
+    views = {v.view: v.value for v in entity(svc, "billing").views}
+    assert views == {"port": "8080", "owner": "Ana"}
