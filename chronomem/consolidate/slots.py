@@ -13,7 +13,12 @@ predicate) holds nothing:
    that slot's names, so history shows one chain); a predicate in [`NEAR_PREDICATE` 0.60, 0.75) is a
    near miss: a judge (the LLM, when one is configured and the caller is the background
    consolidator) decides, and without one it is never merged: it is reported (`SlotMatch.near`, the
-   reply's `possibly_same_as`) and, where the values differ, both facts are flagged as conflicting;
+   reply's `possibly_same_as`) and, where the values differ, both facts are flagged as conflicting.
+   Two subjects are also one when their notes say them alike (`grounded_subject`: `the gift cards
+   feature` of a note that says "gift cards"), and one attribute's values keep their kind
+   (`records.value_kind`: a port stays an integer, a host a dotted name): for one subject with values
+   of one kind other than free text the predicate's bar is `SAME_KIND_PREDICATE` (0.50), so `port` /
+   `http port`, `service` / `served by`, `flag` / `feature flag` are one slot;
 3. slots whose identifier-like tokens differ (`checkout-api` / `checkout-worker`, `payments` /
    `payments-db`, `service_port:a` / `service_port:b`) are distinct whatever the similarity.
 
