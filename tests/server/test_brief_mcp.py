@@ -176,3 +176,22 @@ async def test_the_slot_vocabulary_resource_names_the_slots_in_use(store, tmp_pa
             text = (await client.read_resource("chronomem://slots", cache_mode="bypass")).contents[0].text
             # the second naming was filed under the first slot, which holds one current value
             assert "- api · port · 1" in text.splitlines() and "the api service" not in text
+
+
+@pytest.mark.slow
+async def test_supersedes_and_probable_updates_over_stdio(store, tmp_path):
+    """The consent loop as a client sees it: a reply names the probable update's id, the next call passes it."""
+    with anyio.fail_after(TEST_DEADLINE):
+        async with stdio_client(store, tmp_path) as client:
+            old = await call_ok(client, "remember", {"content": "Full check: `./scripts/test` (~20s)", "valid_from": "2024-01-01"})
+            new = await call_ok(client, "remember", {"content": "Full check: `./scripts/test` (~23s)", "valid_from": "2024-02-01"})
+            assert [u["id"] for u in new["probable_updates"]] == [old["id"]]
+            confirmed = await call_ok(
+                client, "remember",
+                {"content": "Full check: `./scripts/test` (~23s), confirmed.", "valid_from": "2024-02-02", "supersedes": [old["id"]]},
+            )
+            assert confirmed["superseded"] == [old["id"]] and confirmed["probable_updates"] == []
+            now = await call_ok(client, "recall", {"query": "how long does the full check take"})
+            assert old["id"] not in [r["id"] for r in now["results"]]
+            then = await call_ok(client, "as_of", {"query": "how long does the full check take", "at": "2024-01-15"})
+            assert old["id"] in {r.get("revision_of") or r["id"] for r in then["results"]}
