@@ -284,8 +284,8 @@ class SlotMatcher:
 
     def _candidates(self, fact: MemoryRecord, phrase: str, slots: set[tuple[str, str]], now: datetime) -> list[tuple[str, str]]:
         """The slots worth comparing: all of the project's, or (when many are not embedded yet) the nearest."""
-        with self._lock:
-            unseen = sum(1 for key in slots if slot_phrase(*key) not in self._vectors)
+        with self._lock:  # what match embeds of a slot: its subject's words and its predicate's
+            unseen = len({t for key in slots for t in (subject_words(key[0]), predicate_words(key[1])) if t not in self._vectors})
         if unseen <= MAX_NEW_PHRASES:
             return sorted(slots)
         vector = self.embed_phrases([phrase])[phrase]
