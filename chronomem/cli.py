@@ -2,7 +2,9 @@
 
 argparse (standard library) rather than a CLI framework: it costs nothing at start-up,
 which matters for `serve`, whose client waits on `initialize`. Human-readable output by
-default, `--json` for scripts; a bad input prints one `error:` line and exits 2.
+default, `--json` for scripts; a bad input prints one `error:` line and exits 2 — so does a read
+(`READS`) of a project named by `--project` or CHRONOMEM_PROJECT that holds no memories, naming
+the projects that do (`MemoryService.empty_project_note`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from chronomem import __version__, admin, install
 from chronomem.config import Settings
-from chronomem.errors import ChronomemError
+from chronomem.errors import ChronomemError, NotFound
 
 EXIT_USAGE = 2
 
@@ -303,9 +305,19 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "projects":
         return _projects(svc, args.json)
 
+    if args.command in READS:
+        try:
+            found = _read(svc, args)
+        except NotFound as exc:  # "no facts for …": and the project holds nothing at all, if so
+            empty = _empty_project(svc)
+            raise NotFound(f"{exc}. {empty}") if empty is not None else exc from None
+        if _found_nothing(found) and (empty := _empty_project(svc)) is not None:
+            raise empty
+        if found is not None:
+            _emit(found, args.json)
+        return 0
+
     from chronomem import tools
-    from chronomem.tools.timeline import find_fact
-    from chronomem.tools.validate import looks_like_id
 
     if args.command == "remember":
         content = _read_stdin() if args.content == "-" else args.content
@@ -313,7 +325,25 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         result: Any = tools.remember(
             svc, content, valid_from=args.valid_from, facts=facts or None, tags=args.tags, paths=args.paths
         )
-    elif args.command == "recall":
+    elif args.command == "forget":
+        result = tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
+    else:  # pragma: no cover - argparse restricts the choices
+        raise ChronomemError(f"unknown command {args.command}")
+    _emit(result, args.json)
+    return 0
+
+
+#: The commands that read memories: a `--project` (or CHRONOMEM_PROJECT) that holds none is an error for them.
+READS = ("recall", "as-of", "history", "entity", "brief")
+
+
+def _read(svc: Any, args: argparse.Namespace) -> Any:
+    """The result of a read command (None when it printed its own: `history --plot`)."""
+    from chronomem import tools
+    from chronomem.tools.timeline import find_fact
+    from chronomem.tools.validate import looks_like_id
+
+    if args.command == "recall":
         result = tools.recall(
             svc, args.query, paths=args.paths, scope=args.scope, limit=args.limit, budget_tokens=args.budget_tokens,
             kinds=args.kinds,
@@ -329,24 +359,37 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             budget_tokens=args.budget_tokens,
             kinds=args.kinds,
         )
-    elif args.command == "forget":
-        result = tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
     elif args.command == "history":
         if args.plot:
-            return _plot(svc, args)
+            _plot(svc, args)
+            return None
         ident = args.id if args.id is None or looks_like_id(args.id) else find_fact(svc, args.id, None)
         result = tools.history(svc, ident, subject=args.subject, predicate=args.predicate)
         result = tools.history(svc, args.id, subject=args.subject, predicate=args.predicate)
     elif args.command == "entity":
         result = tools.entity(svc, args.name, view=args.view, as_of=args.as_of, known_at=args.known_at)
-    elif args.command == "brief":
+    else:
         from chronomem.tools.brief import brief
 
         result = brief(svc, budget_tokens=args.budget_tokens)
-    else:  # pragma: no cover - argparse restricts the choices
-        raise ChronomemError(f"unknown command {args.command}")
-    _emit(result, args.json)
-    return 0
+    return result
+
+
+def _found_nothing(result: Any) -> bool:
+    """Whether a read's result is empty: no results (recall, as-of), entries (history), views (entity), or
+    nothing stored (brief)."""
+    if result is None:
+        return False
+    for name in ("results", "entries", "views"):
+        if hasattr(result, name):
+            return not getattr(result, name)
+    return not getattr(result, "stored", True)
+
+
+def _empty_project(svc: Any) -> NotFound | None:
+    """The error of a read whose project — named by `--project` or CHRONOMEM_PROJECT — holds no memories."""
+    note = svc.empty_project_note(svc.settings.project)
+    return NotFound(note) if note is not None else None
 
 
 def _consolidate(svc: Any) -> list[Any]:

@@ -96,6 +96,29 @@ def key_suffix(key: str) -> str | None:
     return match.group(0) if match else None
 
 
+#: Most projects `empty_project_message` names (the ones with the most rows); `chronomem projects` lists all.
+MAX_NAMED_PROJECTS = 12
+
+
+def empty_project_message(name: str, counts: dict[str, int], limited: bool = False) -> str:
+    """What a read says of project `name`, which holds no memories, given the rows per project the caller may see
+    (`limited`: not every project of the store, a team client's own).
+
+    Names the projects that hold memories (most rows first, at most `MAX_NAMED_PROJECTS`), and first a key
+    whose name is `name` (`shop` → `shop-3fa2c1d0`: the detected key of a repository), when there is one."""
+    held = [k for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n > 0 and k != name]
+    if not held and limited:
+        return f"Project {name!r} has no memories, nor has any other project you may read."
+    if not held:
+        return f"Project {name!r} has no memories: this store holds none yet (`remember` creates a project)."
+    wanted = display_name(name)
+    close = [k for k in held if display_name(k) == wanted]
+    shown = ", ".join(held[:MAX_NAMED_PROJECTS])
+    more = f" and {len(held) - MAX_NAMED_PROJECTS} more" if len(held) > MAX_NAMED_PROJECTS else ""
+    guess = f" Did you mean {' or '.join(close[:3])}?" if close else ""
+    return f"Project {name!r} has no memories.{guess} Projects with memories: {shown}{more}."
+
+
 @dataclass(frozen=True)
 class Identity:
     """How a directory's key was made: `basis` is `root-commit`, `remote`, `repo-path` or `path`."""

@@ -16,20 +16,32 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
 from chronomem.config import Settings
 from chronomem.embed import Embedder, FastEmbedder
 from chronomem.errors import ChronomemError, StoreError
-from chronomem.project import GLOBAL, detect_project, display_name, key_suffix, validate_project
+from chronomem.project import (
+    GLOBAL,
+    detect_project,
+    display_name,
+    empty_project_message,
+    key_suffix,
+    validate_project,
+)
 from chronomem.records import utcnow
 from chronomem.search.engine import open_store
 from chronomem.search.terms import warm as warm_terms
-from chronomem.storage import MemoryStore
+from chronomem.storage import Filter, MemoryStore
 from chronomem.storage.locks import WRITE_LOCK_NAME, store_lock
 
 log = logging.getLogger(__name__)
+
+#: Which projects the caller of the running tool call may see, when it may not see all (a team server's client
+#: limited to its projects, server/team.py): `empty_project_note` names only those. Set per call by the server.
+VISIBLE_PROJECTS: ContextVar[Callable[[str], bool] | None] = ContextVar("chronomem_visible_projects", default=None)
 
 #: How long the list of the store's projects is reused before it is read again.
 PROJECT_NAMES_TTL = 30.0
@@ -257,6 +269,25 @@ class MemoryService:
             keys = self.store.projects()
             cached = self._project_names = (now, {k: display_name(k) for k in keys if k != GLOBAL})
         return cached[1]
+
+    def empty_project_note(self, named: str | None) -> str | None:
+        """When `named` — a project a reader named itself (a tool's `project`, `--project`, `CHRONOMEM_PROJECT`),
+        not a workspace directory — holds no row at all: one line saying so and naming the projects that do
+        (a mistyped name, or `shop` for the detected key `shop-3fa2c1d0`, otherwise reads as "nothing relevant").
+        None when it holds rows, or names no project. Asked only by reads that found nothing, so it costs one
+        count then; writing to a new project needs no such check (`remember` creates it)."""
+        if named is None or named == "":
+            return None
+        name = validate_project(named)
+        if os.path.isabs(name) and os.path.isdir(name):
+            return None  # a workspace: its key is detected, not typed
+        if self.store.count(Filter().projects([name])) > 0:
+            return None
+        counts = self.store.projects()
+        visible = VISIBLE_PROJECTS.get()
+        if visible is not None:
+            counts = {k: n for k, n in counts.items() if visible(k)}
+        return empty_project_message(name, counts, limited=visible is not None)
 
     def embed_one(self, text: str) -> list[float]:
         return self.embedder.embed([text])[0]

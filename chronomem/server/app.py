@@ -32,7 +32,7 @@ from chronomem import __version__
 from chronomem.errors import ChronomemError
 from chronomem.server.brief import REQUEST_CONTEXT, register_brief
 from chronomem.server.roots import Workspaces
-from chronomem.service import MemoryService
+from chronomem.service import VISIBLE_PROJECTS, MemoryService
 from chronomem.tools import SPECS, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -250,14 +250,19 @@ class ChronomemServer(MCPServer[Any]):
             raise ToolError(f"invalid arguments for {name}: {unknown}")
         if self.workspaces is not None and context is not None:
             arguments = await self.workspaces.fill_project(self, name, arguments, context)
+        shown = None
         if self.team is not None and context is not None:
             arguments = await self._authorize(name, arguments, context)
+            shown = VISIBLE_PROJECTS.set(self.team.visible(getattr(context, "headers", None)))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(f"invalid arguments for {name}: {validation_summary(exc.__cause__)}") from None
             raise
+        finally:
+            if shown is not None:
+                VISIBLE_PROJECTS.reset(shown)
 
 
     async def _authorize(self, name: str, arguments: dict[str, Any], context: Any) -> dict[str, Any]:

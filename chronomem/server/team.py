@@ -14,7 +14,9 @@ then learns who it is from the same header (`Team.client`), and `Team.authorize`
 a read-only client may call only the tools marked read-only; a client with `projects` may name only those
 (a project key or the name people write for it, `display_name`), and may not read `scope="all"`. What a client
 writes carries its name: `remember` tags the memory `client:<name>`, `forget` appends `(by <name>)` to the
-reason. The session brief (resource and prompt, server/brief.py) obeys the same project limits. Tokens never appear in logs or errors; names do.
+reason. The session brief (resource and prompt, server/brief.py) obeys the same project limits, and a read of
+an empty project names, of the projects with memories, only the client's (`Team.visible`).
+Tokens never appear in logs or errors; names do.
 """
 
 from __future__ import annotations
@@ -93,6 +95,13 @@ class Team:
             if hmac.compare_digest(credential.strip().encode(), c.token.encode()):
                 found = c
         return found
+
+    def visible(self, headers: Mapping[str, str] | None) -> Callable[[str], bool]:
+        """Which project keys the request's client may see: a read's "projects with memories" names only those."""
+        client = self.client(headers)
+        if client is None:
+            return lambda key: False
+        return lambda key: _allowed(client, key)
 
 
 def authorize(

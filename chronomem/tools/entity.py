@@ -83,6 +83,8 @@ def entity(
     what = subject or "every entity"
     if values:
         message = f"{len(values)} view value{'s' if len(values) != 1 else ''} for {what} in project {scope}"
+    elif (note := svc.empty_project_note(project)) is not None:  # a named project that holds nothing: said so
+        return EntityResult(entity=subject, project=scope, at=iso(at) or "", known_at=iso(known) or "", views=[], message=note)
     else:
         message = f"No facts for {what} in project {scope} feed {'view ' + chosen[0].name if len(chosen) == 1 else 'any view'}"
     if as_of or known_at:

@@ -3,6 +3,9 @@
 Each entry carries `commit`: the project repository's HEAD when that row was written (null when
 it was written outside a git repository), shown abbreviated beside the interval in the text.
 
+A slot asked of a `project` the caller named that holds no memories gives an empty chain whose message
+says so and names the projects that do (`MemoryService.empty_project_note`), not NotFound.
+
 `SPEC` is the tool as MCP publishes it (title, description for the model, hints, input schema,
 the alias `memory_id` for `id`); the CLI calls `history` directly.
 """
@@ -50,6 +53,9 @@ def history(
         scope = svc.project(project)
 
     rows = store.find(Filter().projects([scope]).slot(subj, pred))
+    if not rows and (note := svc.empty_project_note(project)) is not None:
+        # a project the caller named that holds nothing: said, with the projects that hold memories
+        return HistoryResult(project=scope, kind="fact", subject=subj, predicate=pred, entries=[], message=note)
     if not rows:
         raise NotFound(f"no facts for subject {subj!r} and predicate {pred!r} in project {scope}")
     revised = {r.revision_of for r in rows if r.revision_of}

@@ -13,6 +13,9 @@ by the query when one is given, else newest first (stale ones after the rest). T
 are read relative to the repository like `remember`'s. Matching runs in Python over the slice's
 rows that have paths, at most `PATH_SCAN_LIMIT` of them.
 
+An empty answer for a `project` the caller named that holds no memories at all says so instead, naming
+the projects that do (`MemoryService.empty_project_note`); history and entity do the same.
+
 `SPEC` is the tool as MCP publishes it (title, description for the model, hints, input schema,
 the alias `k` for `limit`); the CLI and `as_of` call the functions directly.
 """
@@ -119,7 +122,7 @@ def search_slice(
     ask = _Ask(text, read_time(text, svc.now()), projects, wanted, count, budget, project, check_anchors)
     named = ask.reading.at
     if named is None or not narrow_to_phrase:
-        return _search(svc, ask, at, known_at, None, preface)[1]
+        return _named_project(svc, _search(svc, ask, at, known_at, None, preface)[1], project, scope)
     moment = min(named, at)
     since = ask.reading.since
     period = (since, moment) if since is not None and since <= moment else None
@@ -128,7 +131,19 @@ def search_slice(
         # Nothing at all was stored by the time the phrase names ("where did she move from 4 years ago", asked
         # of a store begun last year): the phrase dates what a memory tells of, not when it was recorded.
         note = f"Nothing was stored by {iso(moment)}, the time the query names; searched what holds at {iso(at)}. "
-        return _search(svc, ask, at, known_at, None, preface + note)[1]
+        result = _search(svc, ask, at, known_at, None, preface + note)[1]
+    return _named_project(svc, result, project, scope)
+
+
+def _named_project(svc: MemoryService, result: RecallResult, project: str | None, scope: str) -> RecallResult:
+    """An empty answer for a `project` the caller named that holds no memories says so, naming those that do
+    (`MemoryService.empty_project_note`): still an empty result, not an error — an agent may ask before it writes."""
+    if result.results or scope not in ("project", "both"):
+        return result
+    note = svc.empty_project_note(project)
+    if note is not None:
+        result.message = note
+        result.abstained = True
     return result
 
 
@@ -391,7 +406,7 @@ def recall_paths(
     outcome.abstained = not matched
     base = dict(query=text, paths=asked, projects=projects, at=iso(now) or "", known_at=iso(now) or "")
     nothing = f"Nothing is stored about {', '.join(asked)} in {where}."
-    return _respond(outcome, item, subject, where, budget, nothing, base)
+    return _named_project(svc, _respond(outcome, item, subject, where, budget, nothing, base), project, scope)
 
 
 def _fold(hits: list[Hit]) -> list[Hit]:

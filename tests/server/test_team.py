@@ -66,6 +66,9 @@ def test_team_server_names_limits_and_refuses(store: Path, tmp_path: Path) -> No
             assert "read-only" in refused
 
         async def web(c) -> None:
+            empty = await call_ok(c, "recall", {"query": "how does it build?", "project": "web-app"})
+            assert empty["results"] == [] and "'web-app' has no memories" in empty["message"]
+            assert "backend" not in empty["message"]  # another client's project is not named to this one
             kept = await call_ok(c, "remember", {"content": "The web app builds with vite.", "project": "web-app"})
             ids["web"] = kept["id"]
             refused = await call_error(c, "recall", {"query": "deploy"})  # the server's default project: backend
