@@ -10,7 +10,10 @@ moved to `<store>/quarantine/<time>/`, every row that still reads is kept (row b
 damaged data file), merged with the newest backup and the rows of data files no surviving manifest
 references (storage/salvage.py; latest state of each row wins), written as a new version, and what
 could not be recovered is named by id. Failures that are the machine's (full disk, quota, read-only
-or forbidden store) are named as such and never called damage.
+or forbidden store) are named as such and never called damage. Where a repair cannot help, the way out
+named is another: a store whose table folder is gone while a backup reads is brought back by `chronomem
+restore` of that backup (`table_gone_hint`), and a store path that is a file needs another `--store`
+(`file_hint`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import errno
 import logging
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -58,7 +62,48 @@ def error_line(exc: BaseException) -> str:
 
 
 def recovery_hint(path: Path | str) -> str:
+    """What to run for a store that does not open or read: `restore` when its table folder is gone and a backup
+    can bring the memories back (a repair has nothing to read then), else `doctor --repair`."""
+    if not is_remote(path):
+        gone = table_gone_hint(Path(path))
+        if gone is not None:
+            return f"its `{TABLE_NAME}.lance` folder is gone: {gone}"
     return f"run `chronomem doctor --store {path} --repair`, or move the directory aside and `chronomem import` an export"
+
+
+def restore_command(path: Path | str, backup: Path | str, replace: bool = False) -> str:
+    """The restore to run, quoted for a shell (a path with spaces copies as one argument)."""
+    return f"`chronomem restore --store {shlex.quote(str(path))}{' --replace' if replace else ''} {shlex.quote(str(backup))}`"
+
+
+def table_gone_hint(path: Path) -> str | None:
+    """For a store directory whose table folder is missing while a backup reads: the restore that brings the
+    backup's memories back (with what it holds and how old it is); None otherwise."""
+    from chronomem.storage.backup import describe_age, latest_backup
+
+    if not path.is_dir() or (path / f"{TABLE_NAME}.lance").exists():
+        return None
+    newest = latest_backup(path)
+    if newest is None:
+        return None
+    try:
+        rows = newest.rows
+    except Exception:
+        return None
+    return (
+        f"run {restore_command(path, newest.path)} to bring back the newest backup's {rows} "
+        f"row{'s' if rows != 1 else ''} (version {newest.version}, taken {describe_age(newest.age())} ago; what was "
+        "written after it is in no backup); `doctor --repair` has no table to read"
+    )
+
+
+def file_hint(path: Path) -> str:
+    """What to do when the store path is a file: no repair makes a file a store."""
+    if path.suffix == ".parquet" and path.name.startswith("backup-"):
+        return (f"it looks like a chronomem backup: {restore_command('DIR', path)} loads it into a store directory; "
+                "--store names the store's directory, not a file in it")
+    return ("--store (or CHRONOMEM_HOME) must name a directory: point it at the store's directory, or move the file "
+            "aside; `doctor --repair` cannot make a file a store")
 
 
 #: errno → what it is and what to do, for failures that are the machine's, not the store's: nothing is damaged.
@@ -164,6 +209,8 @@ class Checkup:
     #: not honour conditional creates), with what to do: said instead of DAMAGED and the repair hint.
     verdict: str | None = None
     next_step: str | None = None
+    #: The newest backup that reads (`chronomem restore` of it is the way back when a repair cannot do it).
+    backup: str | None = None
 
     def fail(self, problem: str) -> None:
         self.ok = False
@@ -189,6 +236,10 @@ class Checkup:
         lines += [f"  repaired: {a}" for a in self.actions]
         if not self.ok and self.next_step:
             lines.append(f"  next: {self.next_step}")
+        elif not self.ok and self.actions and self.backup:  # a repair did not do it: the newest backup can
+            lines.append(f"  next: {restore_command(self.path, self.backup, replace=True)} makes the store that backup "
+                         "(its current state is backed up first), or "
+                         "move the directory aside and `chronomem import` an export")
         elif not self.ok:
             lines.append(f"  next: {recovery_hint(self.path) if not self.actions else 'move the directory aside and `chronomem import` an export'}")
         return "\n".join(lines)
@@ -231,13 +282,19 @@ def check(path: Path | str) -> Checkup:
         return report
     if not path.is_dir():
         report.fail("the store path is a file, not a directory")
+        report.verdict, report.next_step = "NOT A STORE", file_hint(path)
         return report
     foreign = foreign_entries(path)
     if foreign:
         report.fail(f"not a chronomem store: it holds {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''}")
         return report
     if not (path / f"{TABLE_NAME}.lance").exists():
-        report.notes.append("empty (a store is created on first use)")
+        gone = table_gone_hint(path)
+        if gone is None:
+            report.notes.append("empty (a store is created on first use)")
+        else:  # backups but no table: the folder was deleted or moved, not a new store
+            report.fail(f"the table folder `{TABLE_NAME}.lance` is missing, and backups of it exist")
+            report.next_step = gone
         _note_acknowledged(path, report, None, set())
         return report
     try:
@@ -373,6 +430,7 @@ def _note_backup(path: Path, report: Checkup, ids: set[str] | None = None) -> No
     report.notes.append(
         f"last backup {describe_age(newest.age())} ago (version {newest.version}, {rows} rows): {newest.path}"
     )
+    report.backup = str(newest.path)
     if ids is not None and report.ok:
         from chronomem.storage.backup import read_backup
 
