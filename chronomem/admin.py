@@ -89,7 +89,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser) -> None:
         "<store>/quarantine/ whole, never deleted.",
     )
     p.add_argument("file", nargs="?", metavar="FILE", help="the backup file (default: the store's newest backup)")
-    p.add_argument("--replace", action="store_true", help="replace the memories the store holds now")
+    p.add_argument(
+        "--replace", action="store_true",
+        help="replace the memories the store holds now (it lists those written after the backup, which it leaves out)",
+    )
 
     p = sub.add_parser(
         "reembed", parents=[common], help="move the store to another embedding model (resumable; asks first)",
@@ -175,11 +178,25 @@ def _restore(args: argparse.Namespace, settings: Settings) -> int:
         if newest is None:
             raise InvalidInput(f"no backup in {settings.store_path / 'backups'}: name a backup file")
         file = str(newest.path)
-    rows, version = restore_backup(settings.store_path, file, replace=args.replace)
+    done = restore_backup(settings.store_path, file, replace=args.replace)
     if args.json:
-        print(json.dumps({"restored": rows, "version": version, "from": file, "store": str(settings.store_path)}))
-    else:
-        print(f"restored {rows} rows from {file} into {settings.store_path} (version {version})")
+        print(json.dumps({
+            "restored": done.rows, "version": done.version, "from": file, "store": str(settings.store_path),
+            "left_out": {"notes": done.notes_left_out, "facts": done.facts_left_out, "changes": done.changes_left_out,
+                         "listed": [m.__dict__ for m in done.left_out]},
+            "replaced_backup": done.replaced_backup,
+        }))
+        return 0
+    print(f"restored {done.rows} rows from {file} into {settings.store_path} (version {done.version})")
+    if done.summary():  # what the replaced state held and the backup lacks: gone from the store now
+        print(f"left out {done.summary()}:")
+        for m in done.left_out:
+            print(f"  {m.line()}")
+        if done.left_out_count > len(done.left_out):
+            print(f"  … and {done.left_out_count - len(done.left_out)} more")
+        if done.replaced_backup:
+            print(f"the replaced state, all of them included, is kept in {done.replaced_backup} "
+                  f"(`chronomem restore --replace` of it undoes this restore)")
     return 0
 
 

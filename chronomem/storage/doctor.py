@@ -13,7 +13,8 @@ could not be recovered is named by id. Failures that are the machine's (full dis
 or forbidden store) are named as such and never called damage. Where a repair cannot help, the way out
 named is another: a store whose table folder is gone while a backup reads is brought back by `chronomem
 restore` of that backup (`table_gone_hint`), and a store path that is a file needs another `--store`
-(`file_hint`).
+(`file_hint`). `restore_backup` (for `chronomem restore`) reports what a replace leaves out: the memories
+written after the backup (`Restored`, `left_out_of`).
 """
 
 from __future__ import annotations
@@ -238,7 +239,7 @@ class Checkup:
             lines.append(f"  next: {self.next_step}")
         elif not self.ok and self.actions and self.backup:  # a repair did not do it: the newest backup can
             lines.append(f"  next: {restore_command(self.path, self.backup, replace=True)} makes the store that backup "
-                         "(its current state is backed up first), or "
+                         "(its current state is backed up first; it lists the memories the backup lacks), or "
                          "move the directory aside and `chronomem import` an export")
         elif not self.ok:
             lines.append(f"  next: {recovery_hint(self.path) if not self.actions else 'move the directory aside and `chronomem import` an export'}")
@@ -626,14 +627,98 @@ def _manifest_version(manifest: Path) -> int:
     return (2**64 - 1) - number if number > 2**63 else number
 
 
-def restore_backup(store_path: Path | str, file: Path | str, replace: bool = False) -> tuple[int, int]:
-    """Make the table exactly the backup's rows, as a new version (old versions kept); (rows, version).
+#: Most memories a restore lists among those it leaves out (all are counted).
+MAX_LEFT_OUT_LISTED = 10
+#: Characters of a left-out memory's text shown beside its id.
+LEFT_OUT_CHARS = 80
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A memory the store holds and the backup does not: written after the backup was taken."""
+
+    id: str
+    kind: str
+    project: str
+    created_at: str
+    start: str  # its first words
+
+    def line(self) -> str:
+        return f"{self.id} {self.kind} [{self.project}] {self.start}"
+
+
+@dataclass
+class Restored:
+    """What `restore_backup` did: the rows and version it wrote, and what it left out of the replaced state."""
+
+    rows: int
+    version: int
+    #: Memories (notes and facts) written after the backup, newest first, at most `MAX_LEFT_OUT_LISTED`.
+    left_out: list[LeftOut] = field(default_factory=list)
+    notes_left_out: int = 0
+    facts_left_out: int = 0
+    #: Rows restating older memories after the backup (a forget, an ended fact): those go back to the backup's state.
+    changes_left_out: int = 0
+    #: The backup of the replaced state (it still holds what was left out), when one was taken.
+    replaced_backup: str | None = None
+
+    @property
+    def left_out_count(self) -> int:
+        return self.notes_left_out + self.facts_left_out
+
+    def summary(self) -> str:
+        """`3 notes and 1 fact written after the backup, and 2 later changes to older memories`, or ''."""
+        parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in
+                 ((self.notes_left_out, "note"), (self.facts_left_out, "fact")) if n]
+        said = " and ".join(parts) + " written after the backup" if parts else ""
+        if self.changes_left_out:
+            n = self.changes_left_out
+            said += (", and " if said else "") + f"{n} later change{'s' if n != 1 else ''} to older memories (forgets, ended facts)"
+        return said
+
+
+def left_out_of(current: Any, backup: Any, restored: Restored) -> None:
+    """Fill `restored` with the rows of `current` that `backup` lacks (notes and facts listed, changes counted)."""
+    import pyarrow.compute as pc
+
+    missing = current.filter(pc.invert(pc.is_in(current.column("id"), value_set=backup.column("id"))))
+    if missing.num_rows == 0:
+        return
+    wanted = ["id", "kind", "project", "content", "created_at", "revision_of"]
+    rows = missing.select([c for c in wanted if c in missing.column_names]).to_pylist()
+    fresh = [r for r in rows if not r.get("revision_of")]
+    restored.changes_left_out = len(rows) - len(fresh)
+    restored.notes_left_out = sum(1 for r in fresh if r["kind"] != "fact")
+    restored.facts_left_out = len(fresh) - restored.notes_left_out
+    fresh.sort(key=lambda r: (r["kind"] == "fact", -(r["created_at"].timestamp() if r["created_at"] else 0), r["id"]))
+    restored.left_out = [
+        LeftOut(
+            id=r["id"], kind="fact" if r["kind"] == "fact" else "note", project=r["project"],
+            created_at=r["created_at"].isoformat() if r["created_at"] else "", start=_start(r["content"] or ""),
+        )
+        for r in fresh[:MAX_LEFT_OUT_LISTED]
+    ]
+
+
+def _start(text: str) -> str:
+    """The first words of `text` on one line, at most `LEFT_OUT_CHARS` characters."""
+    flat = " ".join(text.split())
+    if len(flat) <= LEFT_OUT_CHARS:
+        return flat
+    cut = flat[: LEFT_OUT_CHARS - 1].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def restore_backup(store_path: Path | str, file: Path | str, replace: bool = False) -> Restored:
+    """Make the table exactly the backup's rows, as a new version (old versions kept).
 
     The table takes the backup's schema, so its model too: a backup from before `chronomem reembed` moves the
     store back to the model it was then.
 
     A table that holds rows is replaced only with `replace` (its current state is backed up first when it
-    reads); a table that does not open is moved to `quarantine/` whole and created again from the backup."""
+    reads); the result lists the memories that state holds and the backup lacks — written after the backup —
+    and the refusal without `replace` counts them. A table that does not open is moved to `quarantine/` whole
+    and created again from the backup."""
     from chronomem.errors import InvalidInput
     from chronomem.storage import ledger, salvage
     from chronomem.storage.backup import BACKUP_KEEP, read_backup, write_backup
@@ -648,6 +733,7 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
     store_path.mkdir(parents=True, exist_ok=True)
     db = _connect(store_path)
     table = None
+    done = Restored(rows.num_rows, 0)
     if (store_path / f"{TABLE_NAME}.lance").exists():
         try:
             table = db.open_table(TABLE_NAME)
@@ -660,18 +746,29 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
             table, held = None, 0
             db = _connect(store_path)
         if table is not None and held and not replace:
+            would = Restored(rows.num_rows, 0)
+            try:
+                left_out_of(table.to_arrow(), rows, would)
+            except Exception:  # a state that does not read: the refusal still stands, without the count
+                pass
+            lacks = f"; it would leave out {would.summary()}" if would.summary() else ""
+            named = ", ".join(m.id for m in would.left_out[:3]) + (" …" if would.left_out_count > 3 else "")
             raise StoreError(
                 f"the store at {store_path} holds {held} rows: pass --replace to make it the backup's "
-                f"{rows.num_rows} rows (its current state is backed up first), or restore into a new --store"
+                f"{rows.num_rows} rows (its current state is backed up first){lacks}"
+                f"{' (' + named + ')' if named else ''}; or restore into a new --store"
             )
         if table is not None and held:
             try:
                 current = table.to_arrow()
-                write_backup(store_path, current, int(table.version), keep=BACKUP_KEEP + 1)
+                done.replaced_backup = str(
+                    write_backup(store_path, current, int(table.version), keep=BACKUP_KEEP + 1).path
+                )
                 # rows the restore leaves out on purpose: orphan salvage must not bring them back
                 salvage.record_dropped(
                     store_path, set(current.column("id").to_pylist()) - set(rows.column("id").to_pylist())
                 )
+                left_out_of(current, rows, done)
             except Exception:  # a state that does not read cannot be backed up: the restore still goes on
                 pass
     if (rows.schema.metadata or {}).get(SCHEMA_VERSION_KEY) is not None:
@@ -690,4 +787,5 @@ def restore_backup(store_path: Path | str, file: Path | str, replace: bool = Fal
         table.add(rows.select(table.schema.names).cast(table.schema), mode="overwrite")
     salvage.readmit(store_path, rows.column("id").to_pylist())
     ledger.rebase(store_path, int(table.version), int(table.count_rows()))
-    return rows.num_rows, int(table.version)
+    done.rows, done.version = rows.num_rows, int(table.version)
+    return done
