@@ -27,6 +27,10 @@ share the CPU). A write waits for the write lock at most for the chunk being com
 (the rules stage ends its batch as soon as a write is waiting, and releases the lock after
 `stage_rules.LOCK_HOLD_BUDGET` = 0.25 s in any case), for one salience commit, or for one
 `optimize()` (~0.6 s at 100k rows). LLM calls and vector-index builds never hold the lock.
+A store that refuses writes — read-only or forbidden, a full disk or quota (storage/doctor.py's
+`resource_errno`) — pauses consolidation: one warning line on stderr (no traceback; the server's reads
+go on), a rest of `RESOURCE_BACKOFF_SECONDS` doubling up to `RESOURCE_BACKOFF_MAX_SECONDS` between
+attempts, and a resume, said once, when a step goes through again. Nothing escapes the thread.
 """
 
 from __future__ import annotations
@@ -62,6 +66,11 @@ log = logging.getLogger(__name__)
 IDLE_SECONDS = 0.25
 #: How often a waiting consolidator looks whether a burst of writes needs compacting.
 BURST_POLL_SECONDS = 0.25
+#: After a failure that is the machine's (a read-only or forbidden store, a full disk: storage/doctor.py's
+#: `resource_errno`), how long the consolidator rests before it tries again; each failure in a row doubles it, up
+#: to the max. One warning per streak says so; the calls themselves go on (reads need no write).
+RESOURCE_BACKOFF_SECONDS = 30.0
+RESOURCE_BACKOFF_MAX_SECONDS = 900.0
 
 
 @dataclass
@@ -82,6 +91,7 @@ class Consolidator:
         llm: LLMConfig | None | str = "env",
         vector_index_min_rows: int = VECTOR_INDEX_MIN_ROWS,
         backup_interval: timedelta = BACKUP_INTERVAL,
+        resource_backoff: float = RESOURCE_BACKOFF_SECONDS,
     ) -> None:
         self.svc = svc
         self.idle_seconds = idle_seconds
@@ -112,6 +122,13 @@ class Consolidator:
         self.steps: list[StepReport] = []
         #: The consolidation lock (a lease on a shared store) while a step holds it, else None.
         self.lease: Any = None
+        #: Why consolidation rests (the store cannot be written: read-only, forbidden, full), else None.
+        self.paused: str | None = None
+        #: Attempts the store refused (each followed by a rest), for status and tests.
+        self.refusals = 0
+        self._first_backoff = resource_backoff
+        self._backoff = resource_backoff
+        self._resume_at = 0.0
 
     # -- tool-call bookkeeping (called by the server) -------------------------------
     def call_started(self) -> None:
@@ -180,24 +197,66 @@ class Consolidator:
         while not self._stop.is_set():
             self._wake.wait()
             self._wake.clear()
-            while not self._stop.is_set():
-                idle = self._idle_for()
-                busy = idle < self.idle_seconds
-                if busy and not self._burst_due():
-                    time.sleep(min(max(self.idle_seconds - max(idle, 0.0), 0.01), BURST_POLL_SECONDS))
-                    continue
-                try:
-                    report = self.step(self._burst_upkeep if busy else self._one_step)
-                except ChronomemError as exc:
+            if time.monotonic() < self._resume_at:
+                continue  # resting after the store refused a write (`_refused`): the next call after it tries again
+            try:
+                self._work()
+            except Exception as exc:  # the thread must outlive anything: the server relies on it for good
+                if not self._refused(exc):
+                    log.exception("the consolidator's loop failed; it goes on at the next call")
+
+    def _work(self) -> None:
+        """Steps until none has work (or calls flow), then the scheduled backup."""
+        while not self._stop.is_set():
+            idle = self._idle_for()
+            busy = idle < self.idle_seconds
+            if busy and not self._burst_due():
+                time.sleep(min(max(self.idle_seconds - max(idle, 0.0), 0.01), BURST_POLL_SECONDS))
+                continue
+            try:
+                report = self.step(self._burst_upkeep if busy else self._one_step)
+            except Exception as exc:
+                if self._refused(exc):
+                    return
+                if isinstance(exc, ChronomemError):
                     log.warning("consolidation step skipped: %s", exc)
-                    report = None
-                except Exception:  # keep the server up; the log says what failed
+                else:  # keep the server up; the log says what failed
                     log.exception("consolidation step failed")
-                    report = None
-                if report is None:
-                    if not busy:
-                        self._scheduled_backup()
-                    break
+                report = None
+            else:
+                self._writable_again()
+            if report is None:
+                if not busy:
+                    self._scheduled_backup()
+                break
+
+    def _refused(self, exc: BaseException) -> bool:
+        """Whether `exc` is the machine refusing a write (read-only or forbidden store, full disk, quota); if so,
+        rest before trying again (doubling up to RESOURCE_BACKOFF_MAX_SECONDS) and, the first time in a row, say so
+        in one warning line — no traceback: nothing is wrong with chronomem or the store."""
+        from chronomem.storage.doctor import resource_errno, resource_error
+
+        if resource_errno(exc) is None:
+            return False
+        self.refusals += 1
+        rest = self._backoff
+        self._resume_at = time.monotonic() + rest
+        self._backoff = min(rest * 2, RESOURCE_BACKOFF_MAX_SECONDS)
+        if self.paused is None:
+            said = resource_error(self.svc.settings.store_path, exc) or exc
+            self.paused = str(said)
+            log.warning(
+                "consolidation paused (no facts extracted, no index upkeep, no backups): %s. Tool calls still "
+                "answer; it tries again after %.0f s, then less often", self.paused, rest,
+            )
+        return True
+
+    def _writable_again(self) -> None:
+        """A step went through: a rest after a refused write is over."""
+        if self.paused is not None:
+            log.warning("consolidation resumed: the store takes writes again")
+            self.paused = None
+        self._backoff = self._first_backoff
 
     # -- one bounded step ---------------------------------------------------------------------
     def step(self, work: Callable[[Any], StepReport | None] | None = None) -> StepReport | None:
@@ -244,6 +303,10 @@ class Consolidator:
             lock.acquire(timeout=0)
         except (ChronomemError, Timeout):
             return
+        except OSError as exc:  # the lock file cannot be made: a read-only or forbidden store rests (`_refused`)
+            if not self._refused(exc):
+                log.warning("the scheduled backup could not take the consolidation lock: %s", exc)
+            return
         try:
             if backup_due(store, self.backup_interval):
                 started = time.perf_counter()
@@ -253,7 +316,8 @@ class Consolidator:
         except _Stopping:
             log.info("the scheduled backup was abandoned: the server is stopping")
         except Exception as exc:  # a backup that fails must not stop the server; doctor reports its age
-            log.warning("the scheduled backup failed: %s", exc)
+            if not self._refused(exc):
+                log.warning("the scheduled backup failed: %s", exc)
         finally:
             lock.release()
 
