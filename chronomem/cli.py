@@ -365,7 +365,6 @@ def _read(svc: Any, args: argparse.Namespace) -> Any:
             return None
         ident = args.id if args.id is None or looks_like_id(args.id) else find_fact(svc, args.id, None)
         result = tools.history(svc, ident, subject=args.subject, predicate=args.predicate)
-        result = tools.history(svc, args.id, subject=args.subject, predicate=args.predicate)
     elif args.command == "entity":
         result = tools.entity(svc, args.name, view=args.view, as_of=args.as_of, known_at=args.known_at)
     else:
