@@ -305,6 +305,23 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "projects":
         return _projects(svc, args.json)
 
+    result = tool_result(svc, args)
+    if result is not None:
+        _emit(result, args.json)
+    return 0
+
+
+#: The commands that read memories: a `--project` (or CHRONOMEM_PROJECT) that holds none is an error for them.
+READS = ("recall", "as-of", "history", "entity", "brief")
+#: The commands that run one tool and print its result (`tool_result`).
+TOOL_COMMANDS = ("remember", "forget", *READS)
+
+
+def tool_result(svc: Any, args: argparse.Namespace) -> Any:
+    """The result of a tool command (`TOOL_COMMANDS`) as parsed by `build_parser`; None when the command printed
+    its own (`history --plot`). `chronomem demo` runs its printed commands through this too."""
+    from chronomem import tools
+
     if args.command in READS:
         try:
             found = _read(svc, args)
@@ -313,28 +330,16 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             raise NotFound(f"{exc}. {empty}") if empty is not None else exc from None
         if _found_nothing(found) and (empty := _empty_project(svc)) is not None:
             raise empty
-        if found is not None:
-            _emit(found, args.json)
-        return 0
-
-    from chronomem import tools
-
+        return found
     if args.command == "remember":
         content = _read_stdin() if args.content == "-" else args.content
         facts = [{"subject": s, "predicate": p, "object": o} for s, p, o in (args.fact or [])]
-        result: Any = tools.remember(
+        return tools.remember(
             svc, content, valid_from=args.valid_from, facts=facts or None, tags=args.tags, paths=args.paths
         )
-    elif args.command == "forget":
-        result = tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
-    else:  # pragma: no cover - argparse restricts the choices
-        raise ChronomemError(f"unknown command {args.command}")
-    _emit(result, args.json)
-    return 0
-
-
-#: The commands that read memories: a `--project` (or CHRONOMEM_PROJECT) that holds none is an error for them.
-READS = ("recall", "as-of", "history", "entity", "brief")
+    if args.command == "forget":
+        return tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
+    raise ChronomemError(f"unknown command {args.command}")  # pragma: no cover - argparse restricts the choices
 
 
 def _read(svc: Any, args: argparse.Namespace) -> Any:

@@ -1,11 +1,20 @@
-"""`chronomem demo`: a project whose facts change, told to a temporary store, then queried."""
+"""`chronomem demo`: a project whose facts change, told to a temporary store, then queried.
+
+Every step is printed as the `chronomem` command that does it (`$ chronomem …`, quoted for a POSIX shell) with
+what it answered. The demo runs those very command lines — parsed by the CLI's own parser, run by the CLI's own
+`tool_result` — in one process against its temporary store, so the lines, copied by hand into a shell pointed
+at an empty store (`export CHRONOMEM_HOME="$(mktemp -d)"`), tell the same story: the facts are passed with
+`--fact` (nothing waits for `consolidate`), and the project is named with `--project`.
+"""
 
 from __future__ import annotations
 
 import json
+import shlex
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from chronomem.config import Settings
 
@@ -22,43 +31,50 @@ STORY = [
     ),
     ("2024-04-02", "Dev server port is now 8080; 8000 clashed with the docs server.", [("dev_port", "8080")]),
 ]
+QUESTION = "which command runs the tests?"
+NEVER_STORED = "which database do we use?"
+REPLAY = 'To replay it in a shell, point chronomem at an empty store first: export CHRONOMEM_HOME="$(mktemp -d)"'
+
+
+def commands() -> list[tuple[str, list[str]]]:
+    """The story as (what the step shows, the command's arguments after `chronomem`)."""
+    scope = ["--project", PROJECT]
+    steps: list[tuple[str, list[str]]] = []
+    for i, (when, text, facts) in enumerate(STORY):
+        argv = ["remember", text, "--valid-from", when]
+        for predicate, value in facts:
+            argv += ["--fact", PROJECT, predicate, value]
+        steps.append(("Remembering a project's story (valid times in 2024):" if i == 0 else "", argv + scope))
+    steps += [
+        ("Now: which command runs the tests?", ["recall", QUESTION, "-k", "3", *scope]),
+        ("Back then: what ran the tests on 2024-02-01?", ["as-of", QUESTION, "--at", "2024-02-01", "-k", "3", *scope]),
+        ("How the test command changed:", ["history", "--subject", PROJECT, "--predicate", "test_command", *scope]),
+        ("Something never stored:", ["recall", NEVER_STORED, *scope]),
+    ]
+    return steps
 
 
 def run_demo(settings: Settings, as_json: bool = False) -> int:
-    from chronomem import tools
+    from chronomem.cli import build_parser, tool_result
     from chronomem.service import MemoryService
 
+    parser = build_parser()
     with tempfile.TemporaryDirectory(prefix="chronomem-demo-") as tmp:
         svc = MemoryService(replace(settings, store_path=Path(tmp), project=PROJECT))
-        outputs = []
-        say = _printer(as_json, outputs)
-        say("# Remembering a project's story (valid times in 2024):", None)
-        for when, text, facts in STORY:
-            result = tools.remember(
-                svc,
-                text,
-                valid_from=when,
-                facts=[{"subject": PROJECT, "predicate": p, "object": o} for p, o in facts],
-            )
-            say(f"\n$ chronomem remember {text!r} --valid-from {when}", result)
-        question = "which command runs the tests?"
-        say(f"\n# Now: recall {question!r}", tools.recall(svc, question, limit=3))
-        say(f"\n# Back then: as_of {question!r} at 2024-02-01", tools.as_of(svc, question, "2024-02-01", limit=3))
-        say("\n# How the test command changed: history", tools.history(svc, subject=PROJECT, predicate="test_command"))
-        say("\n# Something never stored: recall 'which database do we use?'", tools.recall(svc, "which database do we use?"))
+        outputs: list[dict[str, Any]] = []
+        if not as_json:
+            print(f"# {REPLAY}")
+        for title, argv in commands():
+            args = parser.parse_args(argv)
+            result = tool_result(svc, args)
+            line = "chronomem " + shlex.join(argv)
+            if as_json:
+                outputs.append({"step": title or line, "command": line, "result": result.model_dump(mode="json")})
+                continue
+            if title:
+                print(f"\n# {title}")
+            print(f"\n$ {line}")
+            print(result.text())
         if as_json:
             print(json.dumps(outputs, indent=2))
     return 0
-
-
-def _printer(as_json: bool, outputs: list):
-    def say(title: str, result) -> None:
-        if as_json:
-            if result is not None:
-                outputs.append({"step": title.strip("# \n$"), "result": result.model_dump(mode="json")})
-            return
-        print(title)
-        if result is not None:
-            print(result.text())
-
-    return say

@@ -91,8 +91,9 @@ def test_demo_tells_the_story() -> None:
     text = out.stdout
     now = text.split("# Now:")[1].split("# Back then")[0]
     then = text.split("# Back then:")[1].split("# How the test command changed")[0]
-    assert "nox -s tests" in now.splitlines()[2]
-    assert "pytest" in then.splitlines()[2] and "nox" not in then.splitlines()[2]
+    first = lambda section: next(line for line in section.splitlines() if line.startswith("1. "))  # noqa: E731
+    assert "nox -s tests" in first(now)
+    assert "pytest" in first(then) and "nox" not in first(then)
     assert "[ended]" in text and "[current]" in text
     assert "Nothing relevant is stored" in text
 
