@@ -253,7 +253,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "demo":
         from chronomem.demo import run_demo
 
-        return run_demo(settings, as_json=args.json)
+        return run_demo(settings, build_parser().parse_args, tool_result, as_json=args.json)
 
     if args.command == "install":
         return install.run(args)

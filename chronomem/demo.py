@@ -1,10 +1,11 @@
 """`chronomem demo`: a project whose facts change, told to a temporary store, then queried.
 
 Every step is printed as the `chronomem` command that does it (`$ chronomem …`, quoted for a POSIX shell) with
-what it answered. The demo runs those very command lines — parsed by the CLI's own parser, run by the CLI's own
-`tool_result` — in one process against its temporary store, so the lines, copied by hand into a shell pointed
-at an empty store (`export CHRONOMEM_HOME="$(mktemp -d)"`), tell the same story: the facts are passed with
-`--fact` (nothing waits for `consolidate`), and the project is named with `--project`.
+what it answered. The demo runs those very command lines — parsed by the CLI's own parser, run by the CLI's
+own `tool_result`, both handed in by `chronomem.cli` — in one process against its temporary store, so the
+lines, copied by hand into a shell pointed at an empty store (`export CHRONOMEM_HOME="$(mktemp -d)"`), tell
+the same story: the facts are passed with `--fact` (nothing waits for `consolidate`), and the project is
+named with `--project`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import shlex
 import tempfile
 from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,19 +56,23 @@ def commands() -> list[tuple[str, list[str]]]:
     return steps
 
 
-def run_demo(settings: Settings, as_json: bool = False) -> int:
-    from chronomem.cli import build_parser, tool_result
+def run_demo(
+    settings: Settings,
+    parse: Callable[[list[str]], Any],
+    run: Callable[[Any, Any], Any],
+    as_json: bool = False,
+) -> int:
+    """Tell the story: each command parsed by `parse` (the CLI's parser) and run by `run` (the CLI's `tool_result`,
+    handed in: this module does not import the CLI, which imports it)."""
     from chronomem.service import MemoryService
 
-    parser = build_parser()
     with tempfile.TemporaryDirectory(prefix="chronomem-demo-") as tmp:
         svc = MemoryService(replace(settings, store_path=Path(tmp), project=PROJECT))
         outputs: list[dict[str, Any]] = []
         if not as_json:
             print(f"# {REPLAY}")
         for title, argv in commands():
-            args = parser.parse_args(argv)
-            result = tool_result(svc, args)
+            result = run(svc, parse(argv))
             line = "chronomem " + shlex.join(argv)
             if as_json:
                 outputs.append({"step": title or line, "command": line, "result": result.model_dump(mode="json")})
