@@ -36,7 +36,7 @@ CASES = [
     (["remember", "bell \x07 escape \x1b[2J"], None, "control character"),
     (["remember", "-"], b"x" * 40_000, "the limit is 32,000"),
     (["remember", "ok", "--valid-from", "2999-01-01"], None, "outside the supported range"),
-    (["as-of", "tests", "--at", "2024-13-45"], None, "cannot read at"),
+    (["as-of", "tests", "--at", "2024-13-45"], None, "is not a real date or time"),
     (["recall", "tests", "--limit", "0"], None, "limit must be from 1 to 100"),
     (["recall", "x" * 5000], None, "the limit is 4,000"),
     (["forget", "x' OR 1=1 --"], None, "is not a memory id"),
