@@ -298,6 +298,7 @@ def value_kind(value: str) -> str:
 
 
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,3}")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;|\]\u2014\u2013-])\W*$")
 
 
 def values_of_kind(text: str, kind: str) -> list[str]:
@@ -308,8 +309,8 @@ def values_of_kind(text: str, kind: str) -> list[str]:
     if kind.startswith("quantity:"):
         unit = re.escape(kind.split(":", 1)[1])
         return [m.group(0) for m in re.finditer(rf"[~≈]?\d+(?:[.,]\d+)?\s*{unit}\b", text.lower())]
-    if kind == "name":
-        return [m.group(0) for m in _CAPITALISED_RUN.finditer(text)]
+    if kind == "name":  # a capital that only starts a sentence (or a line, after a label) names nothing
+        return [m.group(0) for m in _CAPITALISED_RUN.finditer(text) if not _SENTENCE_START.search(text[: m.start()])]
     return [w for w in value_words(text) if value_kind(w) == kind]
 
 

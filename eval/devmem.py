@@ -184,6 +184,10 @@ class NoteIds:
     def bind(self, memory_id: str, note_id: str) -> None:
         self._note.setdefault(memory_id, note_id)
 
+    def known(self, memory_id: str) -> str | None:
+        """The note a memory written so far came from, if it is bound (no lookup, not counted as unmapped)."""
+        return self._note.get(memory_id)
+
     def of(self, memory_id: str, revision_of: str | None, source_ids: Sequence[str]) -> str | None:
         note = self._note.get(memory_id)
         if note is None and revision_of:
@@ -225,6 +229,7 @@ class Replay:
         self.agent = agent
         self.noisy = noisy
         self.confirm = confirm
+        self.slot_of: dict[str, str | None] = {}  # note id -> its slot (ground truth, to score probable updates)
         self.steps = steps
         self.rankers = rankers
         self.upkeep = upkeep
@@ -237,6 +242,7 @@ class Replay:
         self.best_dense: dict[str, float | None] = {}
 
     def write(self, w: Write) -> None:
+        self.slot_of[w.id] = w.slot
         start = time.perf_counter()
         step = self.steps.get(w.id) if self.agent else None
         if step is not None and step.retracts is not None:
@@ -250,6 +256,10 @@ class Replay:
                 facts = None if named is None else [{"subject": named.subject, "predicate": named.predicate, "object": named.object}]
                 self.actions["noisy: no facts" if named is None else "noisy: fact passed"] += 1
         result = remember(self.svc, w.content, valid_from=w.t, project=w.project, facts=facts)
+        for update in result.probable_updates:  # right when the memory it names holds a value of this note's slot
+            named = self.notes.known(update.id)
+            right = w.slot is not None and named is not None and self.slot_of.get(named) == w.slot
+            self.actions[f"probable update: {'same slot' if right else 'other slot or none'}"] += 1
         if self.confirm:  # the agent takes the reply's word: each probable update it lists is ended at this note
             for update in result.probable_updates:
                 outcome = forget(self.svc, update.id, f"updated by note {w.id} ({update.reason})", at=w.t)

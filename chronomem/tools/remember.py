@@ -310,9 +310,13 @@ def probable_updates(
                     ))
     own_slots = {(o.subject, o.predicate) for o in outcomes}
     now = svc.now()
+    said = set(re.findall(r"\w+", chunk.content.lower()))
+    elsewhere = any(name.lower() in said for key, name in svc.project_names().items() if key != chunk.project)
+    if elsewhere:  # a note naming another project of the store speaks of that project's values, not this one's
+        own_slots = None
     # the live facts nearest the note by meaning or words (a bounded search, not a scan of the project)
     near = live_facts_near(svc.store, chunk.project, chunk.vector, chunk.content, at=chunk.valid_at, now=now, limit=NEAR_FACTS)
-    live = [
+    live = [] if own_slots is None else [
         row for row in near
         if row.subject and row.predicate and (row.subject, row.predicate) not in own_slots and row.valid_at < chunk.valid_at
     ]
@@ -333,16 +337,35 @@ def probable_updates(
     return list(found.values())
 
 
+_NOTE_TOKEN = re.compile(r"[\w][\w.-]*[\w]|\w")
+
+
+def names_in(subject: list[str], note: str) -> bool:
+    """True when the note says the subject as whole tokens: `contracts jobs` in "Port 8277 belongs to
+    contracts-jobs", but not `ingest` in "moved from ingest-svc" (a part of another name)."""
+    tokens = [" ".join(re.findall(r"[a-z0-9]+", t)) for t in _NOTE_TOKEN.findall(note.lower())]
+    wanted = " ".join(subject)
+    for start in range(len(tokens)):
+        span = ""
+        for token in tokens[start : start + len(subject)]:
+            span = f"{span} {token}".strip()
+            if span == wanted:
+                return True
+            if not wanted.startswith(span):
+                break
+    return False
+
+
 def restates_with_new_value(fact: MemoryRecord, subject_name: str, note: str) -> str | None:
     """Why `note` probably gives `fact` a new value, or None: the note names the fact's subject (every word of
     `subject_name`, the subject as its own note said it: `SlotMatcher.groundings`) and states another value of the same kind as its object (`value_kind`) — beside the old value
-    (`feeds moved from invites-server into loyalty-jobs`) or beside a word of its predicate (`dispatch-jobs → port
+    (`feeds moved from invites-server into loyalty-jobs`) or beside the words of its predicate (`dispatch-jobs → port
     5381`). Structure, not wording: which words say "moved" or "now" is never asked."""
     if not fact.subject or not fact.predicate or not fact.object:
         return None
     said = set(re.findall(r"\w+", note.lower()))
     subject = re.findall(r"\w+", subject_name)
-    if not subject or not all(w in said for w in subject):
+    if not subject or not names_in(subject, note):
         return None
     kind = value_kind(fact.object)
     others = [v for v in values_of_kind(note, kind) if not same_value(v, fact.object)]
@@ -352,7 +375,7 @@ def restates_with_new_value(fact: MemoryRecord, subject_name: str, note: str) ->
     if any(same_value(v, fact.object) for v in values_of_kind(note, kind)):
         return f"names {fact.object!r} and now {others[0]!r} for {fact.subject} {fact.predicate}"
     attribute = [w for w in re.findall(r"[a-z]{3,}", fact.predicate.lower().replace("_", " ")) if w not in subject]
-    if attribute and any(w in said for w in attribute):
+    if attribute and all(w in said for w in attribute):
         return f"gives {fact.subject} {fact.predicate} another value: {others[0]!r}"
     return None
 
