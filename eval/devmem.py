@@ -3,8 +3,8 @@
 Protocol (../shared/data/devmem/README.md): one store for all six projects; writes
 replayed in time order with `remember(content, valid_from=t, project)`; each query
 answered once every write with `t <= t_query` is in (queries interleaved by
-`t_query`); `as_of` queries go to `as_of(query, at=as_of)`, the rest to
-`recall(limit=10)`, both scoped to the query's project. Results are mapped back to
+`t_query`); `as_of` queries go to `as_of(query, at=as_of)`, history queries to `history(query=…)` (the intent
+comes from the tool an agent calls), the rest to `recall(limit=10)`, all scoped to the query's project. Results are mapped back to
 note ids (a fact or a revision row counts as the note it came from) and scored with
 every metric the README lists. The ablation rankers (eval/ablation.py) answer the
 same queries over the same slices.
@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from chronomem.records import normalize_object, normalize_predicate, normalize_s
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import parse_time
-from chronomem.tools import as_of, forget, recall, remember
+from chronomem.tools import as_of, forget, history, recall, remember
 from chronomem.tools.results import RecallResult
 from eval.agent_style import NoisyAgent
 from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, load_rankers, run_rankers, slice_filter
@@ -297,13 +298,19 @@ class Replay:
 
     def answer(self, q: Query) -> None:
         start = time.perf_counter()
-        if q.type == "as_of":
-            assert q.as_of is not None
-            result: RecallResult = as_of(self.svc, q.query, at=q.as_of, project=q.project, limit=LIMIT)
+        if q.type == "history":  # an agent asks how something changed by calling `history`, not `recall`
+            told = history(self.svc, query=q.query, project=q.project, limit=LIMIT)
+            rows = [SimpleNamespace(id=e.id, revision_of=e.revision_of, source_ids=()) for e in told.entries]
+            self.query_seconds.append(time.perf_counter() - start)
+            self.answers[SYSTEM][q.qid] = Ranked(self.notes.ranking(rows), not rows)
         else:
-            result = recall(self.svc, q.query, project=q.project, limit=LIMIT)
-        self.query_seconds.append(time.perf_counter() - start)
-        self.answers[SYSTEM][q.qid] = Ranked(self.notes.ranking(result.results), result.abstained or not result.results)
+            if q.type == "as_of":
+                assert q.as_of is not None
+                result: RecallResult = as_of(self.svc, q.query, at=q.as_of, project=q.project, limit=LIMIT)
+            else:
+                result = recall(self.svc, q.query, project=q.project, limit=LIMIT)
+            self.query_seconds.append(time.perf_counter() - start)
+            self.answers[SYSTEM][q.qid] = Ranked(self.notes.ranking(result.results), result.abstained or not result.results)
 
         if not self.rankers:
             return

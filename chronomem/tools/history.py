@@ -22,9 +22,14 @@ from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
 from chronomem.tools.lookup import get_or_fail, original_id
+from chronomem.tools.recall import search_slice
 from chronomem.tools.results import HistoryEntry, HistoryResult
 from chronomem.tools.spec import Hints, Project, ToolSpec
 from chronomem.tools.validate import memory_id, require_text
+
+
+#: Memories a history by query starts from (each fact among them brings its whole chain).
+HISTORY_LIMIT = 10
 
 
 def history(
@@ -34,10 +39,16 @@ def history(
     subject: Any = None,
     predicate: Any = None,
     project: str | None = None,
+    query: Any = None,
+    limit: Any = HISTORY_LIMIT,
 ) -> HistoryResult:
-    """The chain for memory `id`, or for the slot (`subject`, `predicate`) in `project`."""
+    """The chain for memory `id`, for the slot (`subject`, `predicate`) in `project`, or for a free-text `query`."""
     store = svc.store
     now = svc.now()
+    if query is not None and query != "":
+        if any(v not in (None, "") for v in (id, subject, predicate)):
+            raise InvalidInput("pass query, or an id, or subject and predicate: one of them")
+        return _query_history(svc, query, project, limit)
     if id is not None and id != "":
         record = get_or_fail(store, memory_id(id))
         if record.kind == "fact":
@@ -58,21 +69,58 @@ def history(
         return HistoryResult(project=scope, kind="fact", subject=subj, predicate=pred, entries=[], message=note)
     if not rows:
         raise NotFound(f"no facts for subject {subj!r} and predicate {pred!r} in project {scope}")
-    revised = {r.revision_of for r in rows if r.revision_of}
-    timeline = [r for r in rows if r.expired_at is None or r.id not in revised]
-    originals = {r.id: original_id(store, r) for r in timeline}
-    successor = {}
-    for r in timeline:
-        if r.supersedes:
-            successor[r.supersedes] = r.id
-    entries = [
-        _entry(r, now, superseded_by=successor.get(r.id) or successor.get(originals[r.id]))
-        for r in sorted(timeline, key=lambda r: (r.valid_at, r.created_at))
-    ]
+    entries = _slot_entries(svc, rows, now)
     current = [e for e in entries if e.status == "current"]
     head = f"{subj} · {pred} in {scope}: {len(entries)} value(s)"
     head += f", current {current[-1].object!r}" if current else ", none current"
     return HistoryResult(project=scope, kind="fact", subject=subj, predicate=pred, entries=entries, message=head + ".")
+
+
+def _slot_entries(svc: MemoryService, rows: list[MemoryRecord], now: Any) -> list[HistoryEntry]:
+    """A slot's rows as its chain, oldest first: each value once (a revision stands for the row it closed)."""
+    revised = {r.revision_of for r in rows if r.revision_of}
+    timeline = [r for r in rows if r.expired_at is None or r.id not in revised]
+    originals = {r.id: original_id(svc.store, r) for r in timeline}
+    successor = {}
+    for r in timeline:
+        if r.supersedes:
+            successor[r.supersedes] = r.id
+    return [
+        _entry(r, now, superseded_by=successor.get(r.id) or successor.get(originals[r.id]))
+        for r in sorted(timeline, key=lambda r: (r.valid_at, r.created_at))
+    ]
+
+
+def _query_history(svc: MemoryService, query: Any, project: str | None, limit: Any) -> HistoryResult:
+    """How what `query` asks about changed: recall's search over every value valid by now, ended ones too (the
+    `history` intent, asked by the tool rather than read off the question's words); each fact found brings its
+    slot's whole chain, each note itself; all oldest first."""
+    now = svc.now()
+    found = search_slice(
+        svc, query, at=now, known_at=now, project=project, scope="project", limit=limit, budget_tokens=None,
+        kinds=None, intent="history",
+    )
+    scope = found.projects[0] if found.projects else svc.project(project)
+    entries: dict[str, HistoryEntry] = {}
+    slots_done: set[tuple[str, str]] = set()
+    for item in found.results:
+        record = svc.store.get(item.id)
+        if record is None:
+            continue
+        if record.kind == "fact" and record.subject and record.predicate:
+            if (record.subject, record.predicate) in slots_done:
+                continue
+            slots_done.add((record.subject, record.predicate))
+            rows = svc.store.find(Filter().projects([record.project]).slot(record.subject, record.predicate))
+            for entry in _slot_entries(svc, rows, now):
+                entries.setdefault(entry.id, entry)
+        else:
+            entries.setdefault(record.id, _entry(record, now))
+    ordered = sorted(entries.values(), key=lambda e: (e.valid_at, e.created_at))
+    if not ordered:
+        return HistoryResult(project=scope, kind="query", entries=[], message=found.message)
+    head = f"{len(ordered)} memories about {query!r} in {scope}, oldest first"
+    return HistoryResult(project=scope, kind="query", entries=ordered, message=head + ".")
 
 
 def _chunk_history(svc: MemoryService, record: MemoryRecord) -> HistoryResult:
@@ -131,10 +179,14 @@ def mcp_arguments(
     id: Annotated[str | None, Field(description="Id of any memory in the chain.")] = None,
     subject: Annotated[str | None, Field(description="Fact subject (with predicate), instead of id.")] = None,
     predicate: Annotated[str | None, Field(description="Fact predicate (with subject), instead of id.")] = None,
+    query: Annotated[
+        str | None,
+        Field(description="What to trace, in words, instead of id or subject+predicate: e.g. 'the payments port'."),
+    ] = None,
     project: Project = None,
 ) -> dict[str, Any]:
     """`history`'s MCP parameters (the input schema) as the handler's keyword arguments."""
-    return {"id": id, "subject": subject, "predicate": predicate, "project": project}
+    return {"id": id, "subject": subject, "predicate": predicate, "project": project, "query": query}
 
 
 DESCRIPTION = """\
@@ -142,8 +194,10 @@ Show how a fact changed over time: every value with its valid interval, oldest f
 
 Call it when asked when or why something changed, or to check a value recall returned, e.g.
 history(subject="myproject", predicate="test_command") → pytest (Jan–Mar), then nox -s tests
-(Mar–now). It also accepts the id of any memory from recall; for a plain memory it shows its
-revisions.
+(Mar–now). It also accepts the id of any memory from recall (for a plain memory: its revisions),
+or a question in words: history(query="how has the payments port changed") returns the matching
+chains and notes, ended ones too, oldest first. Ask `history` for how something changed; `recall`
+answers what holds now.
 
 Returns the entries with ids, valid and recorded times, what superseded what, why each ended,
 which live facts disagree with it, and the git commit that was HEAD when each was written.

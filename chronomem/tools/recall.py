@@ -23,7 +23,7 @@ the alias `k` for `limit`); the CLI and `as_of` call the functions directly.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -102,8 +102,9 @@ def search_slice(
     narrow_to_phrase: bool = True,
     check_anchors: bool = False,
     preface: str = "",
+    intent: str | None = None,
 ) -> RecallResult:
-    """Search the slice live at (`at`, `known_at`) — shared by recall and as_of.
+    """Search the slice live at (`at`, `known_at`) — shared by recall, as_of and history by query.
 
     A dated phrase in the query ("on May 10, 2024", "in March") is taken off the text
     and, unless the caller fixed the moment (`narrow_to_phrase=False`), moves `at` back to it — unless
@@ -111,7 +112,8 @@ def search_slice(
     A history question ("how has the port changed") searches every value valid by `at`,
     superseded ones included (still as recorded at `known_at`; retractions stay out).
     With `check_anchors` (recall: the slice is now) results whose files changed are marked and demoted.
-    `preface` starts the message (as_of: which commit a ref named).
+    `preface` starts the message (as_of: which commit a ref named). `intent` is what the calling tool asks
+    (`history`: every value, ended ones too), over what the query's words suggest.
     """
     text = require_text(query, "query", MAX_QUERY_CHARS)
     count = bounded_int(limit, "limit", 1, MAX_LIMIT)
@@ -119,7 +121,10 @@ def search_slice(
     wanted = _kinds(kinds)
     projects = svc.scope_projects(project, scope)
 
-    ask = _Ask(text, read_time(text, svc.now()), projects, wanted, count, budget, project, check_anchors)
+    reading = read_time(text, svc.now())
+    if intent is not None:
+        reading = replace(reading, intent=intent)
+    ask = _Ask(text, reading, projects, wanted, count, budget, project, check_anchors)
     named = ask.reading.at
     if named is None or not narrow_to_phrase:
         return _named_project(svc, _search(svc, ask, at, known_at, None, preface)[1], project, scope)
