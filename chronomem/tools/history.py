@@ -93,8 +93,9 @@ def _slot_entries(svc: MemoryService, rows: list[MemoryRecord], now: Any) -> lis
 
 def _query_history(svc: MemoryService, query: Any, project: str | None, limit: Any) -> HistoryResult:
     """How what `query` asks about changed: recall's search over every value valid by now, ended ones too (the
-    `history` intent, asked by the tool rather than read off the question's words); each fact found brings its
-    slot's whole chain, each note itself; all oldest first."""
+    `history` intent, asked by the tool rather than read off the question's words), which puts the memories
+    about the best match first, oldest first, then the rest by relevance; each fact found brings its slot's
+    whole chain (oldest first) in its place."""
     now = svc.now()
     found = search_slice(
         svc, query, at=now, known_at=now, project=project, scope="project", limit=limit, budget_tokens=None,
@@ -116,10 +117,10 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
                 entries.setdefault(entry.id, entry)
         else:
             entries.setdefault(record.id, _entry(record, now))
-    ordered = sorted(entries.values(), key=lambda e: (e.valid_at, e.created_at))
+    ordered = list(entries.values())  # the ranking's order: with the history intent it leads with the chain, oldest first
     if not ordered:
         return HistoryResult(project=scope, kind="query", entries=[], message=found.message)
-    head = f"{len(ordered)} memories about {query!r} in {scope}, oldest first"
+    head = f"{len(ordered)} memories about {query!r} in {scope}: the best match's chain first, oldest first"
     return HistoryResult(project=scope, kind="query", entries=ordered, message=head + ".")
 
 
