@@ -44,7 +44,9 @@ def render(folder: Path) -> str:
         "From `python -m eval.devmem` runs (see each `<split>-<mode>.md` for every metric). The noisy agent passes no "
         "fact on 30% of notes, names subjects among aliases and predicates among 3-5 paraphrases per slot type, and "
         "decorates 20% of objects (seed 0); `confirming` also ends each probable update a reply lists, as `remember` asks. "
-        "A `+` after the commit: chronomem/ had uncommitted changes then.",
+        "A `+` after the commit: chronomem/ had uncommitted changes then. Runs from fed4d37 on ask history questions "
+        "through `history(query=…)`, earlier ones through `recall`: macro hit@1 (which averages history's hit@1 in) "
+        "moves with that; the other columns do not.",
         "",
         md_table(["split", "mode", *(label for label, _ in COLUMNS), "commit"], rows),
         "",
