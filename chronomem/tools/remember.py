@@ -297,8 +297,10 @@ def superseded_targets(svc: MemoryService, ids: list[str], project: str, valid_a
 def probable_updates(
     svc: MemoryService, chunk: MemoryRecord, nearest: str | None, outcomes: list[FactOutcome]
 ) -> list[ProbableUpdate]:
-    """Current memories the note probably updates: a slot its fact came close to (a near miss, not merged), and the
-    most similar current note when the two texts differ only in their values (`port 8080` → `port 8443`)."""
+    """Current memories the note probably updates: the live fact of a slot its fact came close to (a near miss, not
+    merged); a live fact among the `NEAR_FACTS` nearest to which the note gives another value
+    (`restates_with_new_value`), unless the note names another project of the store; and the most similar current
+    note when the two texts differ only in their values (`port 8080` → `port 8443`)."""
     found: dict[str, ProbableUpdate] = {}
     for outcome in outcomes:
         for subject, predicate, score in outcome.near[:1]:
@@ -310,8 +312,10 @@ def probable_updates(
                     ))
     own_slots = {(o.subject, o.predicate) for o in outcomes}
     now = svc.now()
-    said = set(re.findall(r"\w+", chunk.content.lower()))
-    elsewhere = any(name.lower() in said for key, name in svc.project_names().items() if key != chunk.project)
+    elsewhere = any(
+        names_in(re.findall(r"\w+", name.lower()), chunk.content)
+        for key, name in svc.project_names().items() if key != chunk.project
+    )
     if elsewhere:  # a note naming another project of the store speaks of that project's values, not this one's
         own_slots = None
     # the live facts nearest the note by meaning or words (a bounded search, not a scan of the project)
@@ -357,10 +361,13 @@ def names_in(subject: list[str], note: str) -> bool:
 
 
 def restates_with_new_value(fact: MemoryRecord, subject_name: str, note: str) -> str | None:
-    """Why `note` probably gives `fact` a new value, or None: the note names the fact's subject (every word of
-    `subject_name`, the subject as its own note said it: `SlotMatcher.groundings`) and states another value of the same kind as its object (`value_kind`) — beside the old value
-    (`feeds moved from invites-server into loyalty-jobs`) or beside the words of its predicate (`dispatch-jobs → port
-    5381`). Structure, not wording: which words say "moved" or "now" is never asked."""
+    """Why `note` probably gives `fact` a new value, or None.
+
+    The note names the fact's subject as whole tokens (`subject_name`: the subject as its own note said it,
+    `SlotMatcher.groundings`) and states another value of the same kind as its object (`value_kind`), either
+    beside the old value (`feeds moved from invites-server into loyalty-jobs`) or beside all the words of its
+    predicate (`dispatch-jobs → port 5381`). Structure, not wording: which words say "moved" or "now" is never
+    asked."""
     if not fact.subject or not fact.predicate or not fact.object:
         return None
     said = set(re.findall(r"\w+", note.lower()))

@@ -158,3 +158,14 @@ def test_a_note_without_facts_that_gives_a_fact_a_new_value_is_a_probable_update
     clock.advance(seconds=1)
     unrelated = remember(svc, "dispatch-jobs had a slow deploy on Tuesday.", valid_from="2024-02-03")
     assert unrelated.probable_updates == [] and owner.facts[0].id not in carved.message
+
+
+def test_a_note_about_another_project_updates_nothing_here(svc: MemoryService, clock) -> None:
+    remember(svc, "Elsewhere the dispatch-jobs service is on 7000.", project="harbor-view", facts=fact("dispatch-jobs", "port", "7000"))
+    port = remember(svc, "dispatch-jobs listens on 5589.", valid_from="2024-01-01", facts=fact("dispatch-jobs service", "port", "5589"))
+    clock.advance(seconds=1)
+    theirs = remember(svc, "Over in harbor-view, dispatch-jobs → port 6100.", valid_from="2024-02-01")
+    assert theirs.probable_updates == []
+    clock.advance(seconds=1)
+    ours = remember(svc, "dispatch-jobs → port 5381.", valid_from="2024-02-02")
+    assert [u.id for u in ours.probable_updates] == [port.facts[0].id]
