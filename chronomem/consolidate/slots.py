@@ -272,7 +272,8 @@ class SlotMatcher:
         with self._lock:
             return {k: self._grounding.get((project, *k), (subject_form(k[0], project), "text")) for k in keys}
 
-    def _project_slots(self, project: str, now: datetime) -> set[tuple[str, str]]:
+    def project_slots(self, project: str, now: datetime) -> set[tuple[str, str]]:
+        """The (subject, predicate) of every fact the project holds, from the cached list (see the class)."""
         with self._lock:
             cached = self._slots.get(project)
             if cached is not None and time.monotonic() - cached[0] < SLOT_CACHE_SECONDS:
@@ -298,7 +299,7 @@ class SlotMatcher:
         assert fact.subject is not None and fact.predicate is not None
         pending = pending or {}
         new_rows = [r for r in pending.values() if r.kind == "fact" and r.expired_at is None and r.project == fact.project]
-        slots = self._project_slots(fact.project, now) | {(r.subject or "", r.predicate or "") for r in new_rows}
+        slots = self.project_slots(fact.project, now) | {(r.subject or "", r.predicate or "") for r in new_rows}
         own = (fact.subject, fact.predicate)
         if own in slots:
             return SlotMatch(fact)  # the exact slot exists: cheap match first
