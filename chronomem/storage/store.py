@@ -246,6 +246,12 @@ class MemoryStore:
             return quick
         try:
             db, session = _connect(path)
+            if TABLE_NAME in db.list_tables().tables and _never_committed(path):
+                # a process killed while creating the table left its folder without a first version: nothing was
+                # ever written (no write is acknowledged before its commit), so the table is made anew
+                import shutil
+
+                shutil.rmtree(Path(path) / f"{TABLE_NAME}.lance")
             if TABLE_NAME in db.list_tables().tables:
                 table = db.open_table(TABLE_NAME)
                 cls._check_schema(path, table.schema, dim)
@@ -953,6 +959,15 @@ def _attach(found: Any, latest: dict[str, Any]) -> None:
     elif isinstance(found, (list, tuple)):
         for item in found:
             _attach(item, latest)
+
+
+def _never_committed(path: StoreLocation) -> bool:
+    """True for a local store whose table folder exists but holds no committed version (a creation cut short)."""
+    if is_remote(path):
+        return False
+    folder = Path(path) / f"{TABLE_NAME}.lance"
+    versions = folder / "_versions"
+    return folder.is_dir() and not (versions.is_dir() and any(versions.iterdir()))
 
 
 def _connect(path: StoreLocation, index_cache_bytes: int | None = None) -> tuple[Any, Any]:
