@@ -29,10 +29,11 @@ MULTI_VALUED_PREDICATES = frozenset(
     {"depends_on", "has_bug", "uses", "has", "tag", "tags", "contains", "owns", "knows", "likes", "related_to"}
 )
 
-#: The tag a fact row carries when it is an event (it accumulates; see `is_event`).
-EVENT_TAG = "event"
+#: The tag a fact row carries when it is an event (it accumulates; see `is_event`); prefixed so that a note's own
+#: tags (`event`, `state`) never change what its facts are.
+EVENT_TAG = "kind:event"
 #: The tag of a fact the agent marked as a state (it replaces, whatever its object looks like).
-STATE_TAG = "state"
+STATE_TAG = "kind:state"
 
 #: How much a repeated statement adds to a fact's salience.
 REINFORCE_STEP = 0.5

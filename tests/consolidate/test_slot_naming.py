@@ -169,3 +169,10 @@ def test_a_note_about_another_project_updates_nothing_here(svc: MemoryService, c
     clock.advance(seconds=1)
     ours = remember(svc, "dispatch-jobs → port 5381.", valid_from="2024-02-02")
     assert [u.id for u in ours.probable_updates] == [port.facts[0].id]
+
+
+def test_a_notes_own_tags_do_not_make_its_facts_events(svc: MemoryService, clock) -> None:
+    remember(svc, "launch event port 8080", valid_from="2024-01-01", tags=["event"], facts=fact("launch-site", "port", "8080"))
+    clock.advance(seconds=1)
+    moved = remember(svc, "launch event port 9090", valid_from="2024-02-01", tags=["event"], facts=fact("launch-site", "port", "9090"))
+    assert moved.facts[0].action == "superseded"
