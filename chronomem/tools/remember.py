@@ -387,11 +387,12 @@ def restates_with_new_value(fact: MemoryRecord, subject_name: str, note: str) ->
     if not subject or not names_in(subject, note):
         return None
     kind = value_kind(fact.object)
-    others = [v for v in values_of_kind(note, kind) if not same_value(v, fact.object)]
+    stated = values_of_kind(note, kind)
+    others = [v for v in stated if not same_value(v, fact.object)]
     others = [v for v in others if not set(re.findall(r"\w+", v.lower())) <= set(subject)]
     if not others:
         return None
-    if any(same_value(v, fact.object) for v in values_of_kind(note, kind)):
+    if any(same_value(v, fact.object) for v in stated):
         return f"names {fact.object!r} and now {others[0]!r} for {fact.subject} {fact.predicate}"
     attribute = [w for w in re.findall(r"[a-z]{3,}", fact.predicate.lower().replace("_", " ")) if w not in subject]
     if attribute and all(w in said for w in attribute):
