@@ -24,6 +24,7 @@ from chronomem.errors import NotFound
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
+from chronomem.tools.browse import written_by
 from chronomem.tools.history import history
 from chronomem.tools.lookup import original_id
 from chronomem.tools.recall import recall
@@ -34,7 +35,8 @@ from chronomem.tools.validate import memory_id
 class Bar(BaseModel):
     """One value of the slot over its valid time."""
 
-    id: str = Field(description="The fact's id (the row that carries its interval now)")
+    id: str = Field(description="The fact's id as first stored: the id recall's `supersedes` names for an ended value")
+    row_id: str | None = Field(default=None, description="The row that carries its interval now (a revision row once it ended)")
     value: str = Field(description="The value (the fact's object)")
     status: str = Field(description="current, ended, retracted or pending (as history says)")
     start: str = Field(description="valid from")
@@ -42,9 +44,10 @@ class Bar(BaseModel):
     learned_at: str = Field(description="When chronomem first recorded it (transaction time)")
     retracted_at: str | None = Field(default=None, description="When it was retracted as never true")
     source: str = Field(description="Who stated it: agent, rules, llm or import")
+    by: str | None = Field(default=None, description="Who wrote it, when its tags say: a team client or the person on the page")
     commit: str | None = None
-    ended_by: str | None = Field(default=None, description="The fact that superseded it")
-    ended_by_source: str | None = Field(default=None, description="Who stated the superseding fact")
+    ended_by: str | None = Field(default=None, description="The fact that superseded it (its first id)")
+    ended_by_source: str | None = Field(default=None, description="Who stated the superseding fact (`by` when known, else its source)")
     cause: str | None = Field(default=None, description="Why it ended: the reason recorded with it")
     note_id: str | None = Field(default=None, description="The note (chunk) it was derived from")
     note: str | None = Field(default=None, description="That note, verbatim")
@@ -84,15 +87,18 @@ def timeline(
     by_id = {e.id: e for e in chain.entries}
     rows = {r.id: r for r in store.find(Filter().ids([e.id for e in chain.entries]))}
     notes = _notes(svc, [r.source_ids for r in rows.values()])
+    firsts = {e.id: _first(store, rows.get(e.id)) for e in chain.entries}
     bars = []
     for entry in chain.entries:
         row = rows.get(entry.id)
-        first = store.get(original_id(store, row)) if row is not None and row.revision_of else row
+        first = firsts[entry.id]
         successor = by_id.get(entry.superseded_by or "")
+        successor_row = rows.get(successor.id) if successor else None
         note_id = next(iter(row.source_ids), None) if row is not None else None
         bars.append(
             Bar(
-                id=entry.id,
+                id=first.id if first else entry.id,
+                row_id=entry.id,
                 value=entry.object if entry.object is not None else entry.text,
                 status=entry.status,
                 start=entry.valid_at,
@@ -100,9 +106,10 @@ def timeline(
                 learned_at=iso(first.created_at) or entry.created_at if first else entry.created_at,
                 retracted_at=entry.expired_at if entry.status == "retracted" else None,
                 source=entry.source,
+                by=written_by(row.tags) if row is not None else None,
                 commit=entry.commit,
-                ended_by=entry.superseded_by,
-                ended_by_source=successor.source if successor else None,
+                ended_by=_first_id(firsts, entry.superseded_by),
+                ended_by_source=(written_by(successor_row.tags) if successor_row else None) or (successor.source if successor else None),
                 cause=_cause(entry),
                 note_id=note_id,
                 note=notes.get(note_id or ""),
@@ -112,6 +119,21 @@ def timeline(
         project=chain.project, subject=chain.subject, predicate=chain.predicate, bars=bars, now=iso(svc.now()) or "",
         message=chain.message,
     )
+
+
+def _first(store: Any, row: Any) -> Any:
+    """The row as first stored (itself when never revised)."""
+    if row is None or not row.revision_of:
+        return row
+    return store.get(original_id(store, row))
+
+
+def _first_id(firsts: dict[str, Any], row_id: str | None) -> str | None:
+    """The first id of the chain's row `row_id` (recall's `supersedes` names that one)."""
+    if row_id is None:
+        return None
+    first = firsts.get(row_id)
+    return first.id if first is not None else row_id
 
 
 def find_fact(svc: MemoryService, query: Any, project: str | None) -> str:
