@@ -1,7 +1,9 @@
 """A fact's timeline as an image file (`chronomem history … --plot out.png|.svg`), drawn with matplotlib.
 
 The same bars as the page's timeline (tools/timeline.py): one row per value, a bar over its valid
-time (open bars run to now, drawn paler and ending in an arrow-free edge at now), a diamond where
+time in its status's colour (the current value green and opaque, ended ones grey and paler; an open
+bar runs from its start up to now, and no bar is thinner than `MIN_SHARE` of the axis, so a value
+that became current minutes ago after years of history still shows, in its colour), a diamond where
 chronomem learned it (transaction time), and at each end the cause (superseded by whom, or the
 forget's reason). matplotlib is imported here only, when a plot is asked for, with the
 non-interactive Agg backend (no display needed); the format follows the file's suffix.
@@ -20,6 +22,8 @@ from chronomem.tools.timeline import TimelineResult
 FORMATS = (".png", ".svg")
 #: Colours by status (current green, ended grey, retracted red, pending blue): the page uses the same.
 COLOURS = {"current": "#2e7d32", "ended": "#9e9e9e", "retracted": "#c62828", "pending": "#1565c0", "revised": "#9e9e9e"}
+#: The narrowest a bar is drawn, as a share of the time axis (a bar that held for minutes of a year stays visible).
+MIN_SHARE = 0.015
 #: Longest value label drawn beside its bar.
 LABEL_CHARS = 48
 
@@ -50,21 +54,26 @@ def draw_timeline(drawn: TimelineResult) -> Plotted:
     fig, ax = plt.subplots(figsize=(10, 1.2 + 0.6 * max(1, len(bars))), layout="constrained")
     values: list[str] = []
     by_id = {b.id: b for b in bars}
+    first = min([mdates.date2num(_time(b.start)) for b in bars] + [mdates.date2num(now)])
+    span = max(mdates.date2num(now) - first, 1.0)  # days on the axis (at least one)
     for row, bar in enumerate(bars):
-        start = _time(bar.start)
-        end = _time(bar.end) if bar.end else now
+        start = mdates.date2num(_time(bar.start))
+        end = mdates.date2num(_time(bar.end) if bar.end else now)
+        # an open value holds up to now; one that held (or has held) for minutes of years stays visible, drawn
+        # from its start a little past its end (an open one still holds past now)
+        width = max(end - start, MIN_SHARE * span)
         colour = COLOURS.get(bar.status, "#616161")
         ax.barh(
-            row, mdates.date2num(end) - mdates.date2num(start), left=mdates.date2num(start), height=0.45,
-            color=colour, alpha=1.0 if bar.status == "current" else 0.55, edgecolor="#333", gid=f"bar-{bar.id}",
+            row, width, left=start, height=0.45, color=colour, alpha=1.0 if bar.status in ("current", "pending") else 0.55,
+            edgecolor="#333", gid=f"bar-{bar.id}",
         )
         learned = _time(bar.learned_at)
         ax.plot([mdates.date2num(learned)], [row], marker="D", color="#000", markersize=5, zorder=3)
-        span = f"{bar.status} · {bar.start[:10]} → {bar.end[:10] if bar.end else 'now'} · {bar.source}"
-        ax.annotate(span, (mdates.date2num(start), row - 0.27), fontsize=8, va="bottom", color="#333")
+        said = f"{bar.status} · {bar.start[:10]} → {bar.end[:10] if bar.end else 'now'} · {bar.by or bar.source}"
+        ax.annotate(said, (mdates.date2num(_time(bar.start)), row - 0.27), fontsize=8, va="bottom", color="#333")
         cause = _cause(bar, by_id)
         if bar.end and cause:
-            ax.annotate(_cut(cause), (mdates.date2num(end), row + 0.27), fontsize=7, va="top", ha="left", color="#555")
+            ax.annotate(_cut(cause), (end, row + 0.27), fontsize=7, va="top", ha="left", color="#555")
         values.append(bar.value)
     ax.axvline(mdates.date2num(now), color="#1565c0", linestyle=":", linewidth=1)
     ax.set_yticks(range(len(bars)), [_cut(v) for v in values])
@@ -85,7 +94,7 @@ def _cause(bar: Any, by_id: dict[str, Any]) -> str | None:
     """What ended a value: the value that replaced it and who stated that, else the recorded reason."""
     successor = by_id.get(bar.ended_by or "")
     if successor is not None:
-        return f"replaced by {successor.value!r} ({successor.source})"
+        return f"replaced by {successor.value!r} ({successor.by or successor.source})"
     return bar.cause
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,48 @@ def test_history_plot_from_the_command_line(tmp_path: Path) -> None:
     assert out.stat().st_size > 5_000
     bad = run("history", "test command", "--plot", str(tmp_path / "t.gif"))
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and ".png or .svg" in bad.stderr
+
+
+def just_corrected_chain() -> TimelineResult:
+    """Two years of an old value, then the current one stated a minute before now (a correction made just now)."""
+    old_id, new_id = "01HZ0000000000000000000011", "01HZ0000000000000000000012"
+    bars = [
+        Bar(id=old_id, value="pytest", status="ended", start="2022-06-01T00:00:00Z", end="2024-06-01T11:59:00Z",
+            learned_at="2022-06-01T09:00:00Z", source="agent", ended_by=new_id, cause=f"superseded by {new_id}"),
+        Bar(id=new_id, value="nox -s tests", status="current", start="2024-06-01T11:59:00Z", end=None,
+            learned_at="2024-06-01T11:59:00Z", source="agent", by="alice"),
+    ]
+    return TimelineResult(project="proj", subject="proj", predicate="test_command", bars=bars,
+                          now="2024-06-01T12:00:00Z", message="proj · test_command in proj: 2 value(s).")
+
+
+def test_the_current_value_is_drawn_up_to_now_with_a_width_in_its_own_colour(tmp_path: Path) -> None:
+    """A value current for a minute after two years of another: its bar runs from its start through now, is wide
+    enough to see, and is drawn in the current colour (opaque) while the ended value is grey — in the figure and in
+    the pixels of the saved PNG."""
+    import matplotlib.dates as mdates
+    import matplotlib.image
+    from matplotlib.colors import to_hex, to_rgb
+
+    from chronomem.plot import COLOURS, MIN_SHARE
+
+    chain = just_corrected_chain()
+    drawn = draw_timeline(chain)
+    patches = {p.get_gid(): p for p in drawn.figure.axes[0].patches if (p.get_gid() or "").startswith("bar-")}
+    current, ended = patches[f"bar-{chain.bars[1].id}"], patches[f"bar-{chain.bars[0].id}"]
+    now = mdates.date2num(datetime(2024, 6, 1, 12, 0, tzinfo=UTC))
+    span = now - mdates.date2num(datetime(2022, 6, 1, tzinfo=UTC))
+    assert current.get_x() == pytest.approx(mdates.date2num(datetime(2024, 6, 1, 11, 59, tzinfo=UTC)))
+    assert current.get_x() + current.get_width() >= now  # up to now
+    assert current.get_width() >= 0.999 * MIN_SHARE * span > 0
+    assert to_hex(current.get_facecolor()) == COLOURS["current"] and current.get_alpha() in (None, 1.0)
+    assert to_hex(ended.get_facecolor()) == COLOURS["ended"] != COLOURS["current"]
+
+    out = tmp_path / "corrected.png"
+    plot_timeline(chain, out)
+    pixels = matplotlib.image.imread(str(out))[:, :, :3]
+    green = sum(
+        1 for row in pixels for px in row
+        if all(abs(float(c) - g) < 0.03 for c, g in zip(px, to_rgb(COLOURS["current"]), strict=True))
+    )
+    assert green > 100, green  # the current bar is visible in its colour
