@@ -12,10 +12,21 @@ Every answer comes from the tools layer, as the agent gets it:
   and abstention; with `paths`, `recall(paths=…)`, and for a past moment the results whose paths
   match. Each result gains its `anchors` (file → blob id) for the provenance line. A person
   browsing is not the agent using a memory: these hits do not reinforce salience.
+- `GET /api/recent` — tools/browse.py: the project's memories valid at `at` (default now), newest first, a
+  page at a time (`offset`, `limit`): what the page opens on.
+- `GET /api/moments` — tools/browse.py: the times the project's memories began or ended, the stops
+  of the `as of` slider.
 - `GET /api/timeline` — tools/timeline.py (a slot's bars).
 - `GET /api/brief` — tools/brief.py, the text the `chronomem://brief` resource gives, with its tokens.
 - `GET /api/memory` — one memory as stored (the verbatim note behind a bar).
-- `POST /api/forget`, `POST /api/replace` — `forget` and tools/correct.py: nothing is deleted.
+- `POST /api/forget`, `POST /api/replace` — `forget` and tools/correct.py's "this replaces that":
+  nothing is deleted. A correction made here says who made it, as a team server's client does
+  (server/team.py): the person running the page (`page_person`, the OS account) is recorded in the
+  `client:<name>` tag of what it writes and `(by <name>)` at the end of a forget's reason.
+
+Every memory the page lists carries tools/browse.py's marks: the id it was first stored under (the
+one `recall`'s `supersedes` and the timeline name), and for one whose validity ended how it ended
+(replaced by which memory, or forgotten with its reason) — what a result seen `as of` shows.
 - `GET /api/export` — one project's rows as `chronomem export` writes them (JSON lines).
 
 Tool errors are one-line JSON `{"error": …}` with 400 (bad input) or 404 (no such memory).
@@ -26,6 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
+from html import escape
 from importlib import resources
 from typing import Any
 
@@ -54,8 +66,21 @@ def _asset(name: str) -> str:
     return resources.files("chronomem.server").joinpath("webui", name).read_text(encoding="utf-8")
 
 
-def register_ui(server: Any, svc: MemoryService) -> None:
-    """Add the page's routes to `server` (an `MCPServer`); its streamable-HTTP app then serves them."""
+def page_person() -> str:
+    """Who corrects memories on the page: the account running it (the page has one login, its token's)."""
+    import getpass
+
+    try:
+        name = getpass.getuser().strip()
+    except (OSError, KeyError, ImportError):  # no login name (a container without a passwd entry)
+        name = ""
+    return "".join(c for c in name if c.isprintable())[:64] or "page"
+
+
+def register_ui(server: Any, svc: MemoryService, person: str | None = None) -> None:
+    """Add the page's routes to `server` (an `MCPServer`); its streamable-HTTP app then serves them.
+    `person`: the name corrections made on the page are recorded under (default `page_person()`)."""
+    who = person or page_person()
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, JSONResponse, Response
 
@@ -86,7 +111,7 @@ def register_ui(server: Any, svc: MemoryService) -> None:
     @route("/")
     async def index(request: Request) -> Response:
         csrf = request.scope.get("chronomem.csrf", "")
-        html = _asset("index.html").replace("{{csrf}}", csrf)
+        html = _asset("index.html").replace("{{csrf}}", csrf).replace("{{person}}", escape(who))
         return HTMLResponse(html, headers=PAGE_HEADERS)
 
     @route("/static/{name}")
@@ -106,6 +131,23 @@ def register_ui(server: Any, svc: MemoryService) -> None:
     async def search(request: Request) -> Response:
         q = request.query_params
         return await answer(partial(_search, svc, dict(q), q.getlist("path")))
+
+    @route("/api/recent")
+    async def recent(request: Request) -> Response:
+        from chronomem.tools.browse import PAGE, recent as listed
+
+        q = request.query_params
+        return await answer(
+            partial(listed, svc, q.get("project") or None, at=q.get("at") or None, offset=q.get("offset") or 0,
+                    limit=q.get("limit") or PAGE)
+        )
+
+    @route("/api/moments")
+    async def moments(request: Request) -> Response:
+        from chronomem.tools.browse import moments as stops
+
+        project = request.query_params.get("project") or None
+        return await answer(lambda: {"project": svc.project(project), "now": _now(svc), "moments": stops(svc, project)})
 
     @route("/api/timeline")
     async def timeline(request: Request) -> Response:
@@ -139,15 +181,16 @@ def register_ui(server: Any, svc: MemoryService) -> None:
         from chronomem.tools import forget as run
 
         body = await _json(request)
-        return await answer(partial(run, svc, body.get("id"), body.get("reason") or None, retract=bool(body.get("retract"))))
+        reason = body.get("reason")
+        said = f"{reason.strip()} (by {who})" if isinstance(reason, str) and reason.strip() else f"by {who}"
+        return await answer(partial(run, svc, body.get("id"), said, retract=bool(body.get("retract"))))
 
     @route("/api/replace", ["POST"])
     async def replace(request: Request) -> Response:
-        from chronomem.tools.correct import replace as run
-
         body = await _json(request)
         return await answer(
-            partial(run, svc, body.get("id"), body.get("text") or None, value=body.get("value"), reason=body.get("reason"))
+            partial(_replace, svc, who, body.get("id"), body.get("text") or None, value=body.get("value"),
+                    reason=body.get("reason"))
         )
 
     @route("/api/export")
@@ -176,10 +219,61 @@ async def _json(request: Any) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
+def _now(svc: MemoryService) -> str:
+    from chronomem.timeparse import iso
+
+    return iso(svc.now()) or ""
+
+
+def _replace(svc: MemoryService, who: str, old_id: Any, text: Any, *, value: Any, reason: Any) -> Any:
+    """tools/correct.py's `replace`, its writes recorded as the page's person's: `remember` tagged `ui` and
+    `client:<who>` (as a team client's are), the forget of a replaced note ending `(by <who>)`."""
+    from chronomem.errors import InvalidInput
+    from chronomem.records import fact_sentence
+    from chronomem.tools.browse import CLIENT_TAG
+    from chronomem.tools.correct import TAG, ReplaceResult
+    from chronomem.tools.forget import forget
+    from chronomem.tools.lookup import get_or_fail, latest_revision
+    from chronomem.tools.remember import remember
+    from chronomem.tools.validate import memory_id, require_text
+
+    target = memory_id(old_id)
+    tags = [TAG, f"{CLIENT_TAG}{who}"]
+    old = latest_revision(svc.store, get_or_fail(svc.store, target))
+    if old.expired_at is not None or (old.invalid_at is not None and old.invalid_at <= svc.now()):
+        raise InvalidInput(f"{target} is no longer current: only a current memory can be replaced")
+    if old.kind == "fact":
+        assert old.subject is not None and old.predicate is not None
+        new_value = require_text(value, "value", 2000).strip()
+        note = require_text(text, "text", svc.settings.max_content_chars) if text else fact_sentence(
+            old.subject, old.predicate, new_value
+        )
+        made = remember(svc, note, project=old.project, tags=tags,
+                        facts=[{"subject": old.subject, "predicate": old.predicate, "object": new_value}])
+        if not made.facts:
+            why = made.refused_facts[0].reason if made.refused_facts else "it was not stored"
+            raise InvalidInput(f"the new value was refused: {why}")
+        result = made.facts[0]
+        return ReplaceResult(
+            old_id=target, new_id=result.id, note_id=made.id,
+            action="reinforced" if result.action == "reinforced" else "superseded",
+            message=f"{old.subject} · {old.predicate} is now {new_value!r} ({result.action}, by {who}); {target} stays in history.",
+        )
+    new_text = require_text(text, "text", svc.settings.max_content_chars)
+    made = remember(svc, new_text, project=old.project, tags=tags, paths=list(old.paths) or None)
+    why = f"replaced by {made.id}" + (f": {str(reason).strip()}" if reason else "") + f" (by {who})"
+    forget(svc, target, why)
+    return ReplaceResult(
+        old_id=target, new_id=made.id, note_id=made.id, action="replaced",
+        message=f"{made.id} replaces {target}, which is forgotten ({why}) and stays in history.",
+    )
+
+
 def _search(svc: MemoryService, q: dict[str, str], paths: list[str]) -> Any:
     """`recall` now, or `as_of` at `q["at"]`; the page's filters passed as the agent would pass them."""
     from chronomem.codebase import path_matches
     from chronomem.tools import as_of, recall
+    from chronomem.tools.browse import with_marks
     from chronomem.tools.lookup import anchors_of
 
     options: dict[str, Any] = {
@@ -200,6 +294,7 @@ def _search(svc: MemoryService, q: dict[str, str], paths: list[str]) -> Any:
     anchors = anchors_of(svc.store, [r.id for r in result.results])
     for item in out["results"]:
         item["anchors"] = anchors.get(item["id"], {})
+    out["results"] = with_marks(svc, out["results"])  # first ids; how a memory seen as of then ended
     return out
 
 
