@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,13 +74,12 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> dict[str,
             "branch": branch.facts[0].id}
 
 
-@pytest.fixture(scope="module")
-def server(seeded: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """`chronomem ui --no-browser` on the seeded store; its base URL and the one-time link it printed."""
+@contextmanager
+def running_ui(store: Path, project: str, logs: Path) -> Iterator[dict[str, Any]]:
+    """`chronomem ui --no-browser` on `store`; its base URL and the one-time link it printed (test_ui_page.py too)."""
     port = free_port()
-    logs = tmp_path_factory.mktemp("ui-log")
     log_path = logs / "ui.log"
-    args = [sys.executable, "-m", "chronomem", "ui", "--store", str(seeded["store"]), "--project", PROJECT,
+    args = [sys.executable, "-m", "chronomem", "ui", "--store", str(store), "--project", project,
             "--port", str(port), "--no-browser"]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(args, env=full_env(), cwd=logs, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
@@ -100,6 +100,13 @@ def server(seeded: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> 
         yield {"base": f"http://127.0.0.1:{port}", "link": link, "log": log_path}
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="module")
+def server(seeded: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """`chronomem ui --no-browser` on the seeded store; its base URL and the one-time link it printed."""
+    with running_ui(seeded["store"], PROJECT, tmp_path_factory.mktemp("ui-log")) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
