@@ -82,6 +82,8 @@ def get(shop: dict[str, Any], path: str, **params: Any) -> Any:
 
 def test_the_landing_list_is_the_projects_memories_newest_first_a_page_at_a_time(shop: dict[str, Any]) -> None:
     ids = shop["ids"]
+    for path in ("/api/recent", "/api/moments"):  # behind the page's login like the rest of its API
+        assert shop["client"].get(path, params={"project": "shop"}).status_code == 401
     pages = [get(shop, "/api/recent", project="shop", offset=offset, limit=5) for offset in (0, 5, 10, 15)]
     # what holds now in shop, as the store counts it: the founding note, the notes of the host and of nox, the
     # deploys note, 10 more notes and one fact, nox (pytest, and the note stating it, were replaced; the host forgotten)
