@@ -22,15 +22,44 @@ READS = [
 ]
 
 
-@pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> list[str]:
+def _in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The environment a user runs the command in: no project or store set, the shipped model, cwd `folder`;
+    returns the `--store` arguments of `folder`'s store."""
     for name in ("CHRONOMEM_PROJECT", "CHRONOMEM_HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CHRONOMEM_MODEL_PATH", str(model_dir()))
-    monkeypatch.chdir(tmp_path)
-    where = ["--store", str(tmp_path / "store")]
+    monkeypatch.chdir(folder)
+    return ["--store", str(folder / "store")]
+
+
+def _shop(where: list[str]) -> None:
     assert main(["remember", "The API listens on port 8080.", "--fact", "api", "port", "8080",
                  "--project", "shop", *where]) == 0
+
+
+@pytest.fixture(scope="module")
+def shop_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store whose one project, shop, holds one memory: made once for the tests that only read it (their reads
+    of another project fail before touching it)."""
+    folder = tmp_path_factory.mktemp("unknown-project")
+    with pytest.MonkeyPatch.context() as mp:
+        _shop(_in(folder, mp))
+    return folder
+
+
+@pytest.fixture
+def store(shop_folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The shared store of project shop (read only)."""
+    where = _in(shop_folder, monkeypatch)
+    capsys.readouterr()
+    return where
+
+
+@pytest.fixture
+def own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """A store of project shop of this test's own, for a test that writes to it."""
+    where = _in(tmp_path, monkeypatch)
+    _shop(where)
     capsys.readouterr()
     return where
 
@@ -56,8 +85,9 @@ def test_the_project_from_the_environment_counts_as_named(
 
 
 def test_reads_of_a_project_with_memories_and_writes_to_a_new_one_still_work(
-    store: list[str], capsys: pytest.CaptureFixture[str]
+    own_store: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    store = own_store
     assert main(["recall", "which database do we use?", "--project", "shop", *store]) == 0  # abstains, rc 0
     assert "Nothing relevant" in capsys.readouterr().out
     assert main(["remember", "Payments retry three times.", "--project", "payments", *store]) == 0
