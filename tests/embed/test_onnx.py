@@ -26,26 +26,40 @@ TEXTS = [
 ]
 
 
-def fastembed_vectors(folder: Path, batch_size: int) -> np.ndarray:
+def fastembed_vectors(folder: Path, batch_size: int, model=None) -> np.ndarray:
     from fastembed import TextEmbedding
 
-    model = TextEmbedding(model_name=DEFAULT_MODEL, specific_model_path=str(folder))
+    model = model or TextEmbedding(model_name=DEFAULT_MODEL, specific_model_path=str(folder))
     return np.array(list(model.embed(TEXTS, batch_size=batch_size)))
 
 
+@pytest.fixture(scope="module")
+def shipped_encoder() -> SentenceEncoder:
+    """Our encoder of the shipped model, loaded once for the module (embedding keeps no state between calls)."""
+    return SentenceEncoder(packaged_model_dir())
+
+
+@pytest.fixture(scope="module")
+def shipped_fastembed():
+    """fastembed's model over the same folder, loaded once for the module."""
+    from fastembed import TextEmbedding
+
+    return TextEmbedding(model_name=DEFAULT_MODEL, specific_model_path=str(packaged_model_dir()))
+
+
 @pytest.mark.parametrize("batch_size", [1, 64])
-def test_the_shipped_model_gives_fastembeds_vectors(batch_size: int) -> None:
+def test_the_shipped_model_gives_fastembeds_vectors(batch_size: int, shipped_encoder, shipped_fastembed) -> None:
     folder = packaged_model_dir()
-    ours = np.array(list(SentenceEncoder(folder).embed(TEXTS, batch_size=batch_size)))
-    theirs = fastembed_vectors(folder, batch_size)
+    ours = np.array(list(shipped_encoder.embed(TEXTS, batch_size=batch_size)))
+    theirs = fastembed_vectors(folder, batch_size, shipped_fastembed)
     assert ours.dtype == theirs.dtype == np.float32
     assert ours.shape == theirs.shape == (len(TEXTS), 384)
     np.testing.assert_array_equal(ours, theirs)
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
-def test_a_long_text_is_truncated_not_refused() -> None:
-    encoder = SentenceEncoder(packaged_model_dir())
+def test_a_long_text_is_truncated_not_refused(shipped_encoder: SentenceEncoder) -> None:
+    encoder = shipped_encoder
     long, longer = "word " * 600, "word " * 600 + "tail " * 100
     a, b = encoder.embed([long, longer], batch_size=1)
     np.testing.assert_allclose(a, b, atol=1e-6)  # both past the limit: the same first 512 tokens
