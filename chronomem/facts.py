@@ -9,6 +9,7 @@ Kept below both so that ranking never imports the consolidator.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from chronomem.records import UTC, MemoryRecord
@@ -23,6 +24,53 @@ HALF_LIFE = timedelta(days=90)
 def slot_phrase(subject: str, predicate: str) -> str:
     """The words a slot is compared by: `proj test command` for (proj, test_command)."""
     return f"{subject} {predicate.replace('_', ' ')}".strip()
+
+
+_IDENTIFIER = re.compile(r"\S*(?:\d|\w[-./:@#]\w)\S*")
+_JOINERS = re.compile(r"[\s_\-]+")
+_QUOTES = re.compile(r"[`'\"()\[\]{}]")
+#: Leading words that name nothing (English articles and demonstratives).
+ARTICLES = frozenset({"the", "a", "an", "this", "our"})
+#: A trailing word that only says the subject is a service: `payments`, `payments-svc`, `the payments service`
+#: name one thing (the issue's own example, #44), while `payments-db` names another.
+_SERVICE_WORDS = frozenset({"service", "svc"})
+#: Words after the project's own name that still mean the project (`marrowgate repo`, `the marrowgate project`).
+_PROJECT_WORDS = frozenset({"project", "repo", "repository", "codebase"})
+
+
+def phrase_words(text: str) -> list[str]:
+    return [w for w in _JOINERS.sub(" ", _QUOTES.sub(" ", text.lower())).split() if w]
+
+
+def subject_form(subject: str, project: str) -> str:
+    """A subject as compared across namings: case, quotes, `-`/`_`/spaces, a leading article and a trailing
+    `service` do not count, and the project's own name (alone or with `repo`/`project` after it) is the project."""
+    words = phrase_words(subject)
+    while len(words) > 1 and words[0] in ARTICLES:
+        words = words[1:]
+    if len(words) > 1 and words[-1] in _SERVICE_WORDS:
+        words = words[:-1]
+    if len(words) > 1 and words[-1] in _PROJECT_WORDS and words[:-1] == phrase_words(project):
+        words = words[:-1]
+    return " ".join(words)
+
+
+def identifiers(phrase: str) -> frozenset[str]:
+    """Identifier-like tokens of a phrase (with a digit or inner punctuation): `checkout-api`, `inc-5447`."""
+    return frozenset(m.group(0).strip(".,;:").lower() for m in _IDENTIFIER.finditer(phrase))
+
+
+def same_subject(a: str, b: str, project: str) -> bool:
+    """Whether two subjects, as a model names them, may name one thing: equal `subject_form`s, or one's words
+    all among the other's (`auth` and `auth module`) when both hold the same identifiers (`payments` and
+    `payments-db` do not: the hyphenated name is another thing)."""
+    form_a, form_b = subject_form(a, project), subject_form(b, project)
+    if form_a == form_b:
+        return True
+    words_a, words_b = set(form_a.split()), set(form_b.split())
+    if not (words_a <= words_b or words_b <= words_a):
+        return False
+    return identifiers(a) == identifiers(b)
 
 
 def effective_salience(

@@ -15,6 +15,7 @@ facts — is a `Usage` state in the `usage` side table (storage/usage.py), which
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 import struct
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timezone
@@ -200,6 +201,11 @@ def normalize_object(value: str) -> str:
 
 
 _VALUE_TOKEN = re.compile(r"\d")
+#: A word shaped like a value: a digit, a slash, or punctuation inside it (`8443`, `/api/x`, `checkout-api`).
+_VALUE_SHAPED = re.compile(r"\d|/|\w[-_:.]\w")
+#: An object of one value-shaped word and at most two more (`port 8443`, `the checkout-api service`) has that
+#: value's kind; a longer one is a sentence (the issue's decorated objects, #44, add one or two words).
+_MAX_DECORATED_WORDS = 3
 _VERSION_V = re.compile(r"^v(?=\d)")
 _WORDS = re.compile(r"[^\s`'\"()\[\],;]+")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?$")
@@ -236,7 +242,8 @@ _TEXT_TOKEN = re.compile(r"`[^`]*`|[^\s`]+")
 _VALUE_SHAPE = re.compile(r"\d|\w[-./:@_#]\w|^[-~$/.]")
 
 
-def _frame(text: str) -> tuple[list[str], list[str]]:
+@lru_cache(maxsize=4096)  # ranking compares a pool's texts with its best one's, query after query
+def _frame(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A text's words that are not values (lower-cased, punctuation off) and its values (code spans, and words with
     a digit or inner punctuation: versions, paths, identifiers, durations)."""
     words: list[str] = []
@@ -248,7 +255,7 @@ def _frame(text: str) -> tuple[list[str], list[str]]:
             word = token.strip(".,;:!?()\"'*-").lower()
             if word:
                 words.append(word)
-    return words, values
+    return tuple(words), tuple(values)
 
 
 def differs_only_in_values(old: str, new: str) -> bool:
@@ -294,6 +301,9 @@ def value_kind(value: str) -> str:
     original = [w for w in re.split(r"\s+", value.strip(" `'\".")) if w]
     if len(original) <= 4 and all(w[:1].isupper() for w in original):
         return "name"
+    shaped = [w for w in words if _VALUE_SHAPED.search(w)]
+    if len(shaped) == 1 and len(words) <= _MAX_DECORATED_WORDS:
+        return value_kind(shaped[0])  # one value with a word of decoration: `port 7494`, `GET /api/v2/x`, `Node 18`
     return "text"
 
 

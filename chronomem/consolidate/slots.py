@@ -43,7 +43,7 @@ import numpy as np
 
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.embed import Embedder
-from chronomem.facts import slot_phrase
+from chronomem.facts import ARTICLES, phrase_words, identifiers, slot_phrase, subject_form
 from chronomem.records import MemoryRecord, fact_sentence, same_value, value_kind
 from chronomem.search.engine import vector_search
 from chronomem.service import MemoryService
@@ -78,35 +78,6 @@ SLOT_CACHE_SECONDS = 5.0
 #: Decides whether `new` belongs to the slot of `existing`: True, False, or None (could not tell).
 Judge = Callable[[MemoryRecord, MemoryRecord], "bool | None"]
 
-_IDENTIFIER = re.compile(r"\S*(?:\d|\w[-./:@#]\w)\S*")
-_JOINERS = re.compile(r"[\s_\-]+")
-_QUOTES = re.compile(r"[`'\"()\[\]{}]")
-#: Leading words that name nothing (English articles and demonstratives).
-_ARTICLES = frozenset({"the", "a", "an", "this", "our"})
-#: A trailing word that only says the subject is a service: `payments`, `payments-svc`, `the payments service`
-#: name one thing (the issue's own example, #44), while `payments-db` names another.
-_SERVICE_WORDS = frozenset({"service", "svc"})
-#: Words after the project's own name that still mean the project (`marrowgate repo`, `the marrowgate project`).
-_PROJECT_WORDS = frozenset({"project", "repo", "repository", "codebase"})
-
-
-def _words(text: str) -> list[str]:
-    return [w for w in _JOINERS.sub(" ", _QUOTES.sub(" ", text.lower())).split() if w]
-
-
-def subject_form(subject: str, project: str) -> str:
-    """A subject as compared across namings: case, quotes, `-`/`_`/spaces, a leading article and a trailing
-    `service` do not count, and the project's own name (alone or with `repo`/`project` after it) is the project."""
-    words = _words(subject)
-    while len(words) > 1 and words[0] in _ARTICLES:
-        words = words[1:]
-    if len(words) > 1 and words[-1] in _SERVICE_WORDS:
-        words = words[:-1]
-    if len(words) > 1 and words[-1] in _PROJECT_WORDS and words[:-1] == _words(project):
-        words = words[:-1]
-    return " ".join(words)
-
-
 _NOTE_WORDS = re.compile(r"\w+")
 
 
@@ -122,25 +93,20 @@ def grounded_subject(subject: str, note: str, project: str) -> str:
 
 def subject_words(subject: str) -> str:
     """A subject's words as the model reads them (`-`/`_` as spaces, so `payments-db` reads `payments db`)."""
-    return " ".join(_words(subject))
+    return " ".join(phrase_words(subject))
 
 
 def predicate_words(predicate: str) -> str:
     """A predicate's words as the model reads them: `test_cmd` reads `test cmd`."""
-    return " ".join(_words(predicate))
+    return " ".join(phrase_words(predicate))
 
 
 def predicate_form(predicate: str) -> str:
     """A predicate as compared across namings: case, quotes, `-`/`_`/spaces and a leading article do not count."""
-    words = _words(predicate)
-    while len(words) > 1 and words[0] in _ARTICLES:
+    words = phrase_words(predicate)
+    while len(words) > 1 and words[0] in ARTICLES:
         words = words[1:]
     return " ".join(words)
-
-
-def identifiers(phrase: str) -> frozenset[str]:
-    """Identifier-like tokens of a phrase (with a digit or inner punctuation): `checkout-api`, `inc-5447`."""
-    return frozenset(m.group(0).strip(".,;:").lower() for m in _IDENTIFIER.finditer(phrase))
 
 
 def classify(similarity: float, new_phrase: str, old_phrase: str) -> str:

@@ -8,7 +8,8 @@ import pytest
 
 from chronomem.consolidate.slots import predicate_form, slot_verdict, subject_form
 from chronomem.errors import InvalidInput, NotFound
-from chronomem.records import differs_only_in_values, is_time_value, same_value
+from chronomem.facts import same_subject
+from chronomem.records import differs_only_in_values, is_time_value, same_value, value_kind
 from chronomem.service import MemoryService
 from chronomem.tools import as_of, history, recall, remember
 
@@ -30,6 +31,21 @@ def test_objects_compare_as_values() -> None:
     assert not same_value("Node 18", "Python 18")
     assert not same_value("1.2.3", "1.2.4")
     assert not same_value("uv run pytest", "uv run --frozen pytest")
+
+
+def test_a_decorated_value_has_its_values_kind_and_a_sentence_has_none() -> None:
+    assert value_kind("port 7494") == value_kind("3551") == "integer"
+    assert value_kind("GET /api/v2/invoices") == value_kind("/api/v1/invoices") == "path"
+    assert value_kind("the contracts-server service") == value_kind("contracts-server") == "identifier"
+    assert value_kind("go test -v -cover ./...") == "text"  # a command: many words, several shaped like values
+    assert value_kind("bullet points, at most five") == "text"
+
+
+def test_subjects_are_one_thing_when_one_names_the_other_with_words_around_it() -> None:
+    assert same_subject("the audit-svc service", "audit-svc", "shop")
+    assert same_subject("auth", "the auth module", "shop")
+    assert not same_subject("payments", "payments-db", "shop")  # the hyphenated name is another thing
+    assert not same_subject("checkout", "payments", "shop")
 
 
 def test_verdict_needs_both_subject_and_predicate() -> None:
