@@ -26,9 +26,11 @@ from chronomem.retrieval.values import value_kinds
 #: The negators (not, no, never, none, nor, neither, nothing, nobody, without, -n't) and the words of doubt
 #: or question (whether, might, maybe, perhaps, could, would, a question mark ending a clause — not the `?` of a
 #: URL's query string): closed classes of English. "may" is left out (a month as often as a modal); "should"
-#: too (an instruction asserts).
+#: too (an instruction asserts). A cue joined to other characters by `-`, `_`, `/` or `.` is part of a name, not
+#: a word: `strict-no-cover`, `--no-verify`, `no_proxy`.
 UNASSERTING_CUES = re.compile(
-    r"\b(?:not|no|never|none|nor|neither|nothing|nobody|without|whether|might|maybe|perhaps|could|would)\b"
+    r"(?<![\w\-/.])(?:not|no|never|none|nor|neither|nothing|nobody|without|whether|might|maybe|perhaps|could|would)"
+    r"(?![\w\-/]|\.\w)"
     r"|n't\b|\?(?=[\s\"')\]]|$)"
 )
 

@@ -84,3 +84,11 @@ def test_a_code_span_takes_the_kind_of_its_text() -> None:
 def test_an_update_that_quotes_only_the_old_value_is_no_mention() -> None:
     texts = ["The ledger code is in `pkg/ledger/`.", "ledger no longer lives in `pkg/ledger/`; it is in core/ledger/ now."]
     assert mentions(texts, [T0, T0 + timedelta(days=1)]) == [False, False]
+
+
+def test_a_cue_inside_a_name_is_not_a_cue() -> None:
+    # `strict-no-cover`, a flag, an env var: the word is part of a name, and the note asserts what it says
+    for text in ("Full check: `./scripts/test` (~23s). Runs `strict-no-cover` on changed files.",
+                 "Commit with --no-verify only in an emergency.", "Set no_proxy for the mirror."):
+        assert not unasserting(text), text
+    assert unasserting("The mirror is not at mirror-01 any more.")
