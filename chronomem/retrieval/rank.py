@@ -20,10 +20,12 @@
    context: retrieval/context.py).
 4. **Let the newer win**: among the leading candidates that are about the same thing
    as the best one (similar vectors, or naming every asked-for name the best one names), nearly
-   as relevant to the query (`newer_score_share` of its score) and holding the kind of answer
-   asked for if the best one holds it, the one valid latest
-   comes first — oldest first when the query asks for a history (then weak matches
-   count too, if they tell what the best one tells of the thing asked), and no reordering
+   as relevant to the query (`newer_score_share` of its score) and holding the kind of answer asked for if the best one holds it, the one valid latest
+   comes first. A fact on another slot is another thing unless the question cannot tell the two
+   slots apart (`alike_to_query`: one subject, one kind of value, the slot phrases as close to the
+   question); a memory saying the best one's words around other values (`differs_only_in_values`)
+   is the same thing wherever it ranks. The newest leads — oldest first when the query asks for a
+   history (then weak matches count too, if they tell what the best one tells of the thing asked), and no reordering
    for a question about an event ("when did we…") or about several things ("what books
    has she read"). Then the leader's value is followed to its later word: a newer note about the
    same thing that names the value (one the question does not name) beside another of its kind, or
@@ -43,8 +45,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
-from chronomem.facts import EXTRACTED_SOURCES, record_salience
-from chronomem.records import MemoryRecord
+from chronomem.facts import EXTRACTED_SOURCES, record_salience, same_subject
+from chronomem.records import MemoryRecord, differs_only_in_values, same_value, value_kind, values_of_kind
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
@@ -97,6 +99,10 @@ class RankConfig:
     slot_sense_weight: float = 0.5
     slot_sense_floor: float = 0.45
     slot_sense_span: float = 0.3
+    # Two facts of one subject and one value kind in different slots are one slot to the question when its cosine
+    # to their slot phrases differs by less than this: half the model's median gap between a question's own slot
+    # and the project's closest other one (0.68 - 0.42, above) (`alike_to_query`).
+    slot_same_sense: float = 0.13
     own_name_off: bool = True  # a one-project search drops that project's name from the query (recall.search_text)
     # of the IDF-weighted share of the query's terms a memory contains (IDF over the pool: `term_weights`); BM25
     # sums its matches, so two common words can outscore the one rare word that names what was asked
@@ -439,21 +445,35 @@ def _newer_wins(
     top_cover = coverage(asked, top)
     # a history lists every value, the weakly matching old ones too
     weakest = 0.0 if intent == "history" else config.newer_score_share * items[0].score
-    slot_of = _slots(items)
+    fact_of = _facts(items)
+    slot_of = {memory_id: (c.record.subject, c.record.predicate) for memory_id, c in fact_of.items()}
     top_slot = slot_of.get(top.record.id)
     group = [items[0]]
-    for item in items[1:size]:
+    # the same words around other values ("Upgrade certifi to 2023.7.22") are one chain however far down they rank
+    said = [top.record.content, *(i.candidate.record.content for i in items if i.candidate.record.id in top.record.source_ids)]
+
+    def chained(text: str) -> bool:  # a fact's own note has the words a model wrote the fact from
+        return any(differs_only_in_values(own, text) for own in said)
+
+    chain = [i for i in items[size:] if chained(i.candidate.record.content)]
+    for item in [*items[1:size], *chain]:
         c = item.candidate
-        if item.foreign or item.hedged or item.score < weakest:
+        if item.foreign or item.hedged:
+            continue
+        if item.score < weakest and not chained(c.record.content):
             continue
         if items[0].answer_typed and not item.answer_typed:
             continue  # the best holds the kind of answer asked for (a port's number); a restatement would too
         slot = slot_of.get(c.record.id)
-        if top_slot is not None and slot is not None and slot != top_slot:
-            continue  # the consolidator already told these apart: different (subject, predicate) slots
+        renamed = top_slot is not None and slot is not None and slot != top_slot
+        if renamed and not alike_to_query(fact_of[top.record.id], fact_of[c.record.id], config):
+            continue  # the consolidator told these apart (different slots), and so does the question
         names = {e for e in wanted if e in c.record.content.lower()}
         if top_names - names:
             continue  # the best match names what was asked and this one does not, or only part of it
+        if renamed or chained(c.record.content):
+            group.append(item)  # one attribute named another way, or the best one's words around another value
+            continue
         if told and weighted_coverage(told, contained(c)) < config.history_told_share:
             continue  # a history takes weak matches: only those telling what the best tells of the thing asked
         cover = coverage(asked, c)
@@ -478,6 +498,31 @@ def _newer_wins(
     return ordered + [r for r in items if id(r) not in members]
 
 
+def _heaviest_term(candidate: Candidate, weights: dict[str, float]) -> str | None:
+    """The query term of most weight (pool IDF, `term_weights`) that a candidate contains: what it is about."""
+    found = contained(candidate)
+    held = [t for t in weights if t in found]
+    return max(held, key=lambda t: (weights[t], t)) if held else None
+
+
+def alike_to_query(best: Candidate, other: Candidate, config: RankConfig) -> bool:
+    """Whether two facts the consolidator filed under different slots are one slot as far as the question can
+    tell: both stated, about one subject (`same_subject`: `audit-svc` and `the audit-svc service`), holding values
+    of one kind (`value_kind`, not free text: two integers, two paths), and the question's meaning as close to
+    `other`'s slot as to `best`'s (`slot_same_sense`). A model names one attribute many ways ("listens on",
+    "http port") and their phrases can be less alike than two attributes' ("owned by", "reviewed by"); the
+    question asked picks between the latter and not between the former."""
+    a, b = best.record, other.record
+    if a.kind != "fact" or b.kind != "fact" or not (a.subject and b.subject and a.object and b.object):
+        return False
+    if best.slot_cosine is None or other.slot_cosine is None:
+        return False
+    kind = value_kind(a.object)
+    if kind == "text" or value_kind(b.object) != kind or not same_subject(a.subject, b.subject, a.project):
+        return False
+    return other.slot_cosine >= best.slot_cosine - config.slot_same_sense
+
+
 def successor_of(
     lead: MemoryRecord, later: MemoryRecord, known: str, subject: str | None = None, common: Collection[str] = ()
 ) -> bool:
@@ -489,10 +534,14 @@ def successor_of(
     contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is not "dispatch", but
     "the reporting code is now in `crates/` (was src/reporting/)" still speaks of reporting. Values in
     `common` (ones much of the pool gives: a year, a speaker's name) single out nothing and are not shared.
+    A fact's object is its value whatever its shape: `pnpm build` in "we moved from `pnpm build` to `tsc -b`".
     """
     if later.valid_at <= lead.valid_at:
         return False
     own, theirs = value_kinds(lead.content), value_kinds(later.content)
+    if lead.kind == "fact" and lead.object:
+        value = lead.object.strip(" `'\".")
+        own = {**own, **{kind: own.get(kind, frozenset()) | {value} for kind, values in theirs.items() if value in values}}
     shared: set[str] = set()
     for kind, values in own.items():
         both = {v for v in values & theirs.get(kind, frozenset()) if v not in known and v not in common}
@@ -518,9 +567,7 @@ def _successors(
     vector = lead.candidate.record.vector
     if vector is None:
         return []
-    found = contained(lead.candidate)
-    held = [t for t in weights if t in found]
-    subject = max(held, key=lambda t: (weights[t], t)) if held else None
+    subject = _heaviest_term(lead.candidate, weights)
     return [  # the cheap tests first: most of a pool is older than the leader or shares none of its values
         item for item in items
         if id(item) not in skip and not item.foreign and not item.hedged
@@ -556,16 +603,16 @@ def _told_of(top: Candidate, wanted: set[str], weights: dict[str, float]) -> dic
     return {t: w for t, w in weights.items() if t in found and t not in names}
 
 
-def _slots(items: list[Ranked]) -> dict[str, tuple[str, str]]:
-    """The fact slot of each fact in `items`, and of each chunk a fact in `items` was derived from."""
-    out: dict[str, tuple[str, str]] = {}
+def _facts(items: list[Ranked]) -> dict[str, Candidate]:
+    """Each fact of `items` by its id, and by the id of each chunk it was derived from: the fact (and its
+    (subject, predicate) slot) a chunk was made precise into."""
+    out: dict[str, Candidate] = {}
     for item in items:
         record = item.candidate.record
         if record.kind == "fact" and record.subject and record.predicate:
-            slot = (record.subject, record.predicate)
-            out[record.id] = slot
+            out[record.id] = item.candidate
             for source in record.source_ids:
-                out.setdefault(source, slot)
+                out.setdefault(source, item.candidate)
     return out
 
 

@@ -440,3 +440,70 @@ def test_a_value_much_of_the_pool_gives_ties_no_note_to_another() -> None:
     # the same notes in a pool where the year is rare: then it is a shared value, and the later note leads
     assert successor_of(asked.record, later[1].record, known=query.text.lower())
     assert not successor_of(asked.record, later[1].record, known=query.text.lower(), common={"2023"})
+
+
+def test_one_attribute_named_two_ways_is_one_slot_to_a_question_that_cannot_tell_them_apart() -> None:
+    # A model named the port "listens on" in one note and "http port" in the next: two slots to the consolidator
+    # (the phrases are 0.19 alike), but the question is as close to both, and both hold an integer: the newer leads.
+    older = stated("the audit-svc service listens on: 3551", "the audit-svc service", "listens_on", "3551",
+                   dense=0.8, d_rank=1, l_rank=1)
+    newer = stated("audit-svc http port: port 7494", "audit-svc", "http_port", "port 7494",
+                   dense=0.78, d_rank=2, l_rank=2, days=5)
+    older.slot_cosine, newer.slot_cosine = 0.83, 0.80
+    info = QueryInfo("Which port does audit-svc listen on?")
+    assert texts(rank(info, [older, newer]))[0] == newer.record.content
+    # When the question means one of the two slots clearly more (owned by, asked; reviewed by, newer), it stays.
+    newer.slot_cosine = 0.83 - 0.2
+    assert texts(rank(info, [older, newer]))[0] == older.record.content
+
+
+def test_different_things_or_kinds_of_value_stay_apart_for_the_newer_wins() -> None:
+    older = stated("payments port: 8443", "payments", "port", "8443", dense=0.8, d_rank=1, l_rank=1)
+    other_thing = stated("payments-db listens on: 5432", "payments-db", "listens_on", "5432",
+                         dense=0.78, d_rank=2, l_rank=2, days=5)
+    older.slot_cosine = other_thing.slot_cosine = 0.8
+    info = QueryInfo("what port does payments use")
+    assert texts(rank(info, [older, other_thing]))[0] == older.record.content
+    other_kind = stated("payments served by: payments-api", "payments", "served_by", "payments-api",
+                        dense=0.78, d_rank=2, l_rank=2, days=5)
+    other_kind.slot_cosine = 0.8
+    assert texts(rank(info, [older, other_kind]))[0] == older.record.content
+
+
+def test_a_newer_note_in_the_words_of_a_facts_own_note_around_another_value_takes_its_place() -> None:
+    # The agent passed a fact with the old value and none with the new: the fact's slot match lifts it far
+    # above any note, but the newer note says the fact's own note's words around another value.
+    fact = stated("nightly export duration value: 6 min", "nightly export duration", "value", "6 min",
+                  dense=0.8, d_rank=1, l_rank=1)
+    fact.slot_cosine = 0.8
+    old_note = cand("Perf note: nightly export duration sits at 6 min.", dense=0.7, d_rank=3, l_rank=3)
+    new_note = cand("Perf note: nightly export duration sits at 86 min.", dense=0.7, d_rank=2, l_rank=2, days=60)
+    fact.record.source_ids = [old_note.record.id]
+    fact.lexical, old_note.lexical, new_note.lexical = 9.0, 9.0, 9.0
+    info = QueryInfo("what is the nightly export duration")
+    assert texts(rank(info, [fact, old_note, new_note]))[0] == new_note.record.content
+
+
+def test_a_later_note_naming_a_facts_object_beside_another_value_is_its_later_word() -> None:
+    from chronomem.retrieval.rank import successor_of
+
+    fact = stated("Copperfield build command: pnpm build", "Copperfield", "build command", "pnpm build").record
+    later = cand("We moved from `pnpm build` to `tsc -b` for the build command.", days=30).record
+    unrelated = cand("We moved from `npm ci` to `pnpm install` for installs.", days=30).record
+    assert successor_of(fact, later, known="what's the build command", subject="build")
+    assert not successor_of(fact, unrelated, known="what's the build command")
+
+
+def test_a_newer_note_naming_another_value_in_other_words_does_not_displace_a_stated_fact() -> None:
+    # No fact came with the newer note, and its words are not the fact's note's: a stale wiki page, a draft
+    # branch. Another value of the fact's kind is no evidence it is the later word on the fact's slot.
+    fact = stated("price lists route: GET /api/v3/price-lists", "price lists", "route", "GET /api/v3/price-lists",
+                  dense=0.8, d_rank=1, l_rank=1)
+    fact.slot_cosine = 0.8
+    own = cand("The route `GET /api/v3/price-lists` lists price lists.", dense=0.7, d_rank=3, l_rank=3)
+    fact.record.source_ids = [own.record.id]
+    wiki = cand("A stale wiki page claims the route that lists price lists is GET /rest/price-lists; it's outdated.",
+                dense=0.7, d_rank=2, l_rank=2, days=60)
+    fact.lexical, own.lexical, wiki.lexical = 9.0, 9.0, 9.0
+    info = QueryInfo("which route returns a list of price lists")
+    assert texts(rank(info, [fact, own, wiki]))[0] == fact.record.content
