@@ -9,7 +9,8 @@ readable text. An argument the tool does not take is refused naming those it doe
 reported in one line, and the server stays up. Blocking work runs on a worker thread so the
 event loop keeps answering; after each call the consolidator gets its turn. On stdio a line that does not
 parse gets JSON-RPC's -32700 "Parse error" (or, when it reads as a request whose params hold a lone UTF-16
-surrogate or nest too deep, an invalid-params error for its id) instead of silence.
+surrogate or nest too deep, an invalid-params error for its id), and a line of JSON that is not a JSON-RPC
+message (`[]`, `42`, `{"foo": 1}`) gets -32600 "Invalid Request", instead of silence.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ async def reject_malformed_unicode(ctx: Any, call_next: Any) -> Any:
 
 #: JSON-RPC's answer to a line that is not JSON (id null: no id can be read from it).
 PARSE_ERROR = -32700
+#: JSON-RPC's answer to JSON that is not a JSON-RPC message (id null).
+INVALID_REQUEST = -32600
 #: How many levels of arrays and objects mcp's JSON parser (pydantic's, jiter) reads in one message: a deeper line
 #: is refused as invalid JSON ("recursion limit exceeded") though it is JSON.
 PARSER_DEPTH = 200
@@ -97,8 +100,9 @@ def unreadable_line_reply(exc: Exception) -> Any:
     - a blank line: none (nothing was sent);
     - a line Python reads as a request with an id: an error for that id: invalid params (-32602) when its params
       hold a lone surrogate, or nest deeper than the parser reads, each saying so; else a parse error;
-    - anything else (not JSON, truncated, binary, nested past any reading): -32700 "Parse error" with id null.
-    None for an error that is not the parser's (a JSON message that is not JSON-RPC is left as before).
+    - anything else (not JSON, truncated, binary, nested past any reading): -32700 "Parse error" with id null;
+    - a line that is JSON but not a JSON-RPC message: -32600 "Invalid Request" (`invalid_request_reply`).
+    None for an error that is not the parser's.
     A parse error also goes to stderr as one warning (its size and the parser's reason, not its content)."""
     import json
 
@@ -113,7 +117,9 @@ def unreadable_line_reply(exc: Exception) -> Any:
         line, kind, reason = first["input"], first["type"], str(first["msg"]).removeprefix("Invalid JSON: ")
     except (IndexError, KeyError):
         return None
-    if kind != "json_invalid" or not isinstance(line, str):
+    if kind != "json_invalid":
+        return invalid_request_reply(exc)
+    if not isinstance(line, str):
         return None
     if not line.strip():
         return None
@@ -140,6 +146,22 @@ def unreadable_line_reply(exc: Exception) -> Any:
         log.warning("stdin: a line of %d characters could not be parsed (%s); answered -32700 for id %s",
                     len(line.rstrip("\n")), reason, json.dumps(rid))
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=error))
+
+
+def invalid_request_reply(exc: Any) -> Any:
+    """The answer to a line that parsed as JSON but is no JSON-RPC message (`[]`, `42`, `{"foo": 1}`, a batch,
+    `"jsonrpc": "1.0"`, params that are not an object): -32600 "Invalid Request" with id null (JSON-RPC 2.0: an id
+    is not detected in an invalid request, and echoing one could answer another request of that id); one warning
+    on stderr (without the line's content)."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    data = ('not a JSON-RPC 2.0 message: send an object with "jsonrpc": "2.0" and a "method" (and an "id" to be '
+            'answered), one per line')
+    log.warning("stdin: a line of JSON is not a JSON-RPC message (%d validation errors); answered -32600 for id null",
+                len(exc.errors()))
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(
+        code=INVALID_REQUEST, message="Invalid Request", data=data)))
 
 
 def _usable_id(rid: Any) -> bool:

@@ -2,7 +2,8 @@
 bytes, control characters, wrong JSON-RPC shapes, a deeply nested request and a huge line, and afterwards a
 plain `initialize`, `tools/list` and `tools/call` are still answered on stdout — which carries JSON only.
 A line that does not parse is answered with JSON-RPC's -32700 Parse error (id null), a request nested deeper
-than the parser reads with an error for its id, and a blank line not at all."""
+than the parser reads with an error for its id, a line of JSON that is not a JSON-RPC message with -32600 Invalid
+Request, and a blank line not at all."""
 
 from __future__ import annotations
 
@@ -304,3 +305,50 @@ def test_arguments_nested_past_the_parser_get_an_error_not_silence(store: Path, 
     finally:
         server.close()
     assert b"Traceback" not in server.stderr, server.stderr[-3000:]
+
+
+NOT_JSONRPC: list[bytes] = [
+    b"[]",
+    b"42",
+    b'{"foo": 1}',
+    b"null",
+    b'"a string"',
+    b"{}",
+    b'[{"jsonrpc": "2.0", "id": 5, "method": "ping"}]',  # a batch: MCP has none since 2025-06-18
+    b'{"jsonrpc": "2.0", "method": 17}',
+    b'{"jsonrpc": "2.0", "id": 11, "error": {"code": "x"}}',
+    b'{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": "not an object"}',
+    b'{"jsonrpc": "1.0", "id": 13, "method": "ping"}',
+]
+
+
+@pytest.mark.slow
+def test_json_that_is_not_a_jsonrpc_message_gets_invalid_request(store: Path, tmp_path: Path) -> None:
+    """JSON-RPC 2.0: valid JSON that is not a request, notification or response gets {"id": null, "error":
+    {"code": -32600, "message": "Invalid Request"}}, each before anything sent after it (id null even when the
+    invalid object holds one); the connection goes on; one warning each on stderr, without the line."""
+    server = Server(store, tmp_path)
+    seen: list[dict[str, Any]] = []
+    try:
+        initialized(server, seen)
+        for raw in NOT_JSONRPC:
+            server.send(raw)
+            answer = server.next()
+            assert answer["jsonrpc"] == "2.0" and answer["id"] is None, (raw, answer)
+            assert answer["error"]["code"] == -32600 and answer["error"]["message"] == "Invalid Request", (raw, answer)
+            assert "jsonrpc" in answer["error"]["data"], answer
+        server.request(2, "ping")
+        assert server.next() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        server.send(b"[1, 2, 3]")
+        assert server.next()["error"]["code"] == -32600
+        server.request(3, "tools/call", {"name": "remember", "arguments": {"content": "Staging listens on port 8443."}})
+        answer = server.next()
+        assert answer["id"] == 3 and answer["result"].get("isError") is not True, answer
+    finally:
+        server.close()
+    text = server.stderr.decode(errors="replace")
+    assert "Traceback" not in text, text[-3000:]
+    lines = text.strip().splitlines()
+    warned = [line for line in lines[1:] if "not a JSON-RPC message" in line and "-32600" in line]
+    assert len(warned) == len(NOT_JSONRPC) + 1 == len(lines) - 1, lines
+    assert not any("foo" in line or "a string" in line for line in warned), warned
