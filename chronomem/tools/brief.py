@@ -61,7 +61,8 @@ FACT_COLUMNS = [*_SLOT, "valid_at", "created_at", "source", "salience", "source_
 CHANGE_COLUMNS = [*_SLOT, "invalid_at", "created_at", "revision_of", "reason", "source_ids"]
 
 INTRO = "Pass an [id] to `history`, or ask `recall`, for more."
-EMPTY = "Nothing is stored for this project yet: `remember` commands, decisions and conventions as you learn them."
+#: The line of a project with nothing of its own stored (global preferences may follow it).
+EMPTY = "No memories in project {name} yet: `remember` commands, decisions and conventions as you learn them."
 HEADINGS = {
     "facts": "Current facts",
     "changes": "Recent changes",
@@ -432,8 +433,10 @@ def _title(result: BriefResult) -> str:
 
 def _render(result: BriefResult) -> list[str]:
     lines = [_title(result)]
-    if not result.stored and not result.global_preferences and not result.global_notes:
-        return lines + [EMPTY]
+    if not result.stored:  # said plainly, even when the global scope's lines follow
+        lines.append(EMPTY.format(name=_excerpt(result.project_name, NAME_CHARS)))
+        if not result.global_preferences and not result.global_notes:
+            return lines
     lines.append(INTRO)
     own = _own_names(result.project)
     sections = {

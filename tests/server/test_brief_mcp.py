@@ -64,7 +64,7 @@ async def test_brief_resource_and_prompt_over_stdio(store, tmp_path, mode):
             empty = await client.read_resource(URI)
             [content] = empty.contents
             assert content.mime_type == "text/markdown"
-            assert content.text.startswith(f"# Project memory: {PROJECT}\nNothing is stored for this project yet")
+            assert content.text.startswith(f"# Project memory: {PROJECT}\nNo memories in project {PROJECT} yet: `remember`")
 
             ids = await remember_test_commands(client)
             await call_ok(
@@ -90,7 +90,7 @@ async def test_brief_resource_and_prompt_over_stdio(store, tmp_path, mode):
             by_name = await client.read_resource(f"chronomem://brief/{PROJECT}")
             assert by_name.contents[0].text == text
             other = await client.read_resource("chronomem://brief/elsewhere")
-            assert other.contents[0].text.startswith("# Project memory: elsewhere\nNothing is stored")
+            assert other.contents[0].text.startswith("# Project memory: elsewhere\nNo memories in project elsewhere yet")
 
             # The prompt: one user message holding the brief, within the budget asked for.
             got = await client.get_prompt("brief")
@@ -153,7 +153,7 @@ async def test_brief_follows_the_clients_workspace_root(store, tmp_path):
     with anyio.fail_after(TEST_DEADLINE):
         async with Client(params, mode="legacy", read_timeout_seconds=READ_TIMEOUT, list_roots_callback=roots) as client:
             first = (await client.read_resource(URI)).contents[0].text
-            assert first.startswith("# Project memory: workspace\nNothing is stored")
+            assert first.startswith("# Project memory: workspace\nNo memories in project workspace yet")
             saved = await call_ok(
                 client,
                 "remember",

@@ -175,7 +175,23 @@ def test_brief_of_default_budget_has_current_values_and_labels_replaced_ones(big
 def test_brief_of_an_empty_project_says_so(svc: MemoryService) -> None:
     result = brief(svc, project="nothing-here")
     assert not result.stored and not result.facts
-    assert result.text().splitlines()[1].startswith("Nothing is stored for this project yet")
+    assert result.text().splitlines() == [
+        "# Project memory: nothing-here",
+        "No memories in project nothing-here yet: `remember` commands, decisions and conventions as you learn them.",
+    ]
+
+
+def test_brief_of_an_empty_project_says_so_above_the_global_preferences(svc: MemoryService) -> None:
+    """The global scope's lines do not hide that the project itself holds nothing."""
+    remember(svc, "I like short commit messages.", project="global",
+             facts=[{"subject": "user", "predicate": "commit_style", "object": "short messages"}])
+    result = brief(svc, project="nothing-here")
+    assert not result.stored and [g.object for g in result.global_preferences] == ["short messages"]
+    lines = result.text().splitlines()
+    assert lines[1] == ("No memories in project nothing-here yet: `remember` commands, decisions and conventions "
+                        "as you learn them.")
+    assert "## Global preferences" in lines and lines[-1].startswith("- user · commit_style: `short messages` [")
+    assert not brief(svc, project="global").text().splitlines()[1].startswith("No memories")
 
 
 def test_brief_needs_no_embedding_model(tmp_path: Path, svc: MemoryService) -> None:
