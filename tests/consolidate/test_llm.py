@@ -82,7 +82,8 @@ def llm() -> Iterator[tuple[FakeLLM, LLMConfig]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # serve_forever checks for shutdown every poll_interval (0.5 s by default): each test's teardown waited that long
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     config = LLMConfig(
         model="openai/chronomem-test", api_base=f"http://127.0.0.1:{server.server_address[1]}/v1",
