@@ -20,12 +20,13 @@
    context: retrieval/context.py).
 4. **Let the newer win**: among the leading candidates that are about the same thing
    as the best one (similar vectors, or naming every asked-for name the best one names), nearly
-   as relevant to the query (`newer_score_share` of its score) and holding the kind of answer asked for if the best one holds it, the one valid latest
-   comes first. A fact on another slot is another thing unless the question cannot tell the two
-   slots apart (`alike_to_query`: one subject, one kind of value, the slot phrases as close to the
-   question); a memory saying the best one's words around other values (`differs_only_in_values`)
-   is the same thing wherever it ranks. The newest leads — oldest first when the query asks for a
-   history (then weak matches count too, if they tell what the best one tells of the thing asked), and no reordering
+   as relevant to the query (`newer_score_share` of its score) and holding the kind of answer
+   asked for if the best one holds it, the one valid latest comes first. A fact on another slot
+   is another thing unless the question cannot tell the two slots apart (`alike_to_query`: one
+   subject, one kind of value, the slot phrases as close to the question); a memory saying the
+   best one's words around other values (`differs_only_in_values`) is the same thing wherever it
+   ranks. Oldest first when the query asks for a history (then weak matches count too, if they
+   tell what the best one tells of the thing asked), and no reordering
    for a question about an event ("when did we…") or about several things ("what books
    has she read"). Then the leader's value is followed to its later word: a newer note about the
    same thing that names the value (one the question does not name) beside another of its kind, or
@@ -46,7 +47,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from chronomem.facts import EXTRACTED_SOURCES, record_salience, same_subject
-from chronomem.records import MemoryRecord, differs_only_in_values, same_value, value_kind, values_of_kind
+from chronomem.records import MemoryRecord, differs_only_in_values, value_kind
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
