@@ -4,13 +4,19 @@ entity, a retraction leaving the counts, declared views in the store's entities.
 from __future__ import annotations
 
 
+from datetime import datetime
+
 import pytest
 
+from chronomem.config import Settings
 from chronomem.consolidate.entities import BUILTIN, View, compute, load_views, parse_views
 from chronomem.errors import InvalidInput
+from chronomem.records import UTC
 from chronomem.service import MemoryService
 from chronomem.timeparse import parse_time
 from chronomem.tools import entity, forget, remember
+
+from tests.conftest import Clock, model_dir
 
 TEST = "tests/test_sync.py::test_retry_backoff"
 
@@ -22,6 +28,19 @@ def fact(svc: MemoryService, clock, text: str, day: str, subject: str, predicate
 
 @pytest.fixture
 def stream(svc: MemoryService, clock) -> dict[str, list[str]]:
+    return write_stream(svc, clock)
+
+
+@pytest.fixture(scope="module")
+def read_only(tmp_path_factory: pytest.TempPathFactory, embedder) -> tuple[MemoryService, dict[str, list[str]]]:
+    """The stream written once for the module, for the tests that only read it (views, the entity tool, the brief)."""
+    clock = Clock(datetime(2024, 6, 1, 12, 0, tzinfo=UTC))
+    settings = Settings(store_path=tmp_path_factory.mktemp("entities") / "store", model_path=model_dir(), project="proj")
+    svc = MemoryService(settings, embedder=embedder, clock=clock)
+    return svc, write_stream(svc, clock)
+
+
+def write_stream(svc: MemoryService, clock) -> dict[str, list[str]]:
     ids: dict[str, list[str]] = {"flaky": [], "latency": [], "version": []}
     for day, run in (("2024-03-04", "CI run 881"), ("2024-04-11", "CI run 940"), ("2024-05-20", "CI run 1022")):
         r = fact(svc, clock, f"{TEST} flaked on {run}", day, TEST, "flaky", run)
@@ -40,7 +59,8 @@ def values(svc: MemoryService, views: list[View], at: str = "now", known_at: str
     return {(v.view, v.entity): v for v in compute(svc, "proj", views, parse_time(at, now), parse_time(known_at, now), entity_)}
 
 
-def test_each_operator(svc: MemoryService, stream) -> None:
+def test_each_operator(read_only) -> None:
+    svc, stream = read_only
     lat = ("p95_latency",)
     views = [
         View("reports", ("flaky",), "count"), View("flaky", ("flaky",), "time_compress"),
@@ -107,7 +127,8 @@ def test_views_declared_in_the_store_add_to_the_builtin_set(svc: MemoryService, 
         parse_views("[views.x\n")
 
 
-def test_entity_tool_reply(svc: MemoryService, stream) -> None:
+def test_entity_tool_reply(read_only) -> None:
+    svc, _ = read_only
     out = entity(svc, TEST)
     flaky = next(v for v in out.views if v.view == "flaky")
     assert flaky.count == 3 and flaky.model_dump()["count"] == 3 and '"count":3' in out.model_dump_json()
@@ -121,7 +142,8 @@ def test_entity_tool_reply(svc: MemoryService, stream) -> None:
     assert entity(svc, "unknown-thing").views == []
 
 
-def test_the_brief_lists_repeated_reports_under_counts(svc: MemoryService, stream) -> None:
+def test_the_brief_lists_repeated_reports_under_counts(read_only) -> None:
+    svc, _ = read_only
     from chronomem.tools.brief import brief
 
     out = brief(svc, budget_tokens=3000)
