@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
-from chronomem.facts import EXTRACTED_SOURCES, record_salience, same_subject
+from chronomem.facts import EXTRACTED_SOURCES, identifiers, record_salience, same_subject
 from chronomem.records import MemoryRecord, differs_only_in_values, value_kind
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.assertion import mentions, unasserting
@@ -509,7 +509,8 @@ def _heaviest_term(candidate: Candidate, weights: dict[str, float]) -> str | Non
 def alike_to_query(best: Candidate, other: Candidate, config: RankConfig) -> bool:
     """Whether two facts the consolidator filed under different slots are one slot as far as the question can
     tell: both stated, about one subject (`same_subject`: `audit-svc` and `the audit-svc service`), holding values
-    of one kind (`value_kind`, not free text: two integers, two paths), and the question's meaning as close to
+    of one kind (`value_kind`, not free text: two integers, two paths), with predicates naming the same
+    identifiers (`service_port:api` and `service_port:web` are two things), and the question's meaning as close to
     `other`'s slot as to `best`'s (`slot_same_sense`). A model names one attribute many ways ("listens on",
     "http port") and their phrases can be less alike than two attributes' ("owned by", "reviewed by"); the
     question asked picks between the latter and not between the former."""
@@ -521,6 +522,8 @@ def alike_to_query(best: Candidate, other: Candidate, config: RankConfig) -> boo
     kind = value_kind(a.object)
     if kind == "text" or value_kind(b.object) != kind or not same_subject(a.subject, b.subject, a.project):
         return False
+    if identifiers(a.predicate or "") != identifiers(b.predicate or ""):
+        return False  # `dependency_version:go-redis` and `go_version`: the thing is named in the predicate
     return other.slot_cosine >= best.slot_cosine - config.slot_same_sense
 
 

@@ -507,3 +507,13 @@ def test_a_newer_note_naming_another_value_in_other_words_does_not_displace_a_st
     fact.lexical, own.lexical, wiki.lexical = 9.0, 9.0, 9.0
     info = QueryInfo("which route returns a list of price lists")
     assert texts(rank(info, [fact, own, wiki]))[0] == fact.record.content
+
+
+def test_facts_whose_predicates_name_different_things_are_never_one_slot_to_the_question() -> None:
+    # An agent that puts the thing in the predicate (`service_port:api`): the subject is the project for all of them.
+    api = stated("shop service port:api: 3060", "shop", "service_port:api", "3060", dense=0.8, d_rank=1, l_rank=1)
+    web = stated("shop service port:web: 4000", "shop", "service_port:web", "4000", dense=0.78, d_rank=2, l_rank=2,
+                 days=5)
+    api.slot_cosine, web.slot_cosine = 0.80, 0.78
+    info = QueryInfo("which port does the service listen on", project_names=("shop",))
+    assert texts(rank(info, [api, web]))[0] == api.record.content
