@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chronomem.errors import InvalidStoreLocation
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_MODEL_DIM = 384
 
@@ -111,26 +113,97 @@ def parse_store(
     if sep and head.lower() in REMOTE_SCHEMES:
         _check_bucket(head.lower(), rest.partition("/")[0].partition("?")[0], text)
         env = os.environ if environ is None else environ
-        return StoreURI(text.rstrip("/"), _storage_options(env.get("CHRONOMEM_STORAGE_OPTIONS")))
+        options = _storage_options(env.get("CHRONOMEM_STORAGE_OPTIONS"))
+        if head.lower() in ("s3", "s3+ddb"):
+            _check_endpoints(env, options)
+        return StoreURI(text.rstrip("/"), options)
     if sep and head.lower() == "file":
         return Path(text[len("file://") :])
     return Path(text)
 
 
-#: S3 and Google Cloud Storage bucket names: 3-63 lower-case letters, digits, dots and hyphens, starting and
-#: ending with a letter or digit (the providers' naming rules; object_store panics on some names outside them).
-_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+#: What may name a bucket, per scheme: S3's rules (for s3:// and s3+ddb://) and Google Cloud Storage's (which also
+#: allow underscores, and up to 222 characters in dot-separated parts of at most 63). Below us a name outside them
+#: fails in ways that do not say so — a one-character name made object_store panic, a dotted IP address stops
+#: LanceDB's region detection with advice about regions, `s3:///x` answers with a Rust source path — or it reaches
+#: a bucket that real S3 could never have created.
+_S3_RULE = ("3-63 lower-case letters, digits, dots and hyphens, starting and ending with a letter or digit, no two "
+            "dots in a row, not an IP address")
+_GCS_RULE = ("3-63 lower-case letters, digits, dots, hyphens and underscores (up to 222 in dot-separated parts of at "
+             "most 63), starting and ending with a letter or digit, not an IP address")
+_IP_ADDRESS = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+_LOWER_DIGITS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def bucket_problem(scheme: str, bucket: str) -> str | None:
+    """Which naming rule `bucket` breaks for `scheme` (s3, s3+ddb, gs), in a few words; None when it breaks none
+    (other schemes: only an empty name). The rules are the providers' (S3: docs.aws.amazon.com/AmazonS3/latest/
+    userguide/bucketnamingrules.html; GCS: cloud.google.com/storage/docs/buckets#naming)."""
+    scheme = scheme.lower()
+    if not bucket:
+        return "there is no bucket name"
+    if scheme not in ("s3", "s3+ddb", "gs"):
+        return None
+    gcs = scheme == "gs"
+    allowed = _LOWER_DIGITS | set(".-_" if gcs else ".-")
+    longest = 222 if gcs and "." in bucket else 63
+    if not 3 <= len(bucket) <= longest:
+        return f"it is {len(bucket)} character{'s' if len(bucket) != 1 else ''} long, not 3-{longest}"
+    upper = list(dict.fromkeys(c for c in bucket if c.isascii() and c.isupper()))
+    if upper:
+        return f"it has upper-case letters ({', '.join(upper)}); bucket names are lower-case"
+    other = list(dict.fromkeys(c for c in bucket if c not in allowed))
+    if other:
+        return f"it has {', '.join(repr(c) for c in other)}, which bucket names cannot hold"
+    if bucket[0] not in _LOWER_DIGITS:
+        return f"it starts with {bucket[0]!r}, not a letter or digit"
+    if bucket[-1] not in _LOWER_DIGITS:
+        return f"it ends with {bucket[-1]!r}, not a letter or digit"
+    if ".." in bucket:
+        return "it has two dots in a row"
+    if gcs and any(len(part) > 63 for part in bucket.split(".")):
+        return "a dot-separated part of it is longer than 63 characters"
+    if _IP_ADDRESS.fullmatch(bucket):
+        return "it is an IP address"
+    return None
 
 
 def _check_bucket(scheme: str, bucket: str, uri: str) -> None:
-    """A store URI's bucket (or container) must be there, and for s3:// and gs:// be a valid bucket name."""
+    """A store URI's bucket (or container) must be there, and for s3://, s3+ddb:// and gs:// follow the provider's
+    naming rules: else one line naming the bucket, the rule it breaks and what to write instead."""
+    problem = bucket_problem(scheme, bucket)
+    if problem is None:
+        return
     if not bucket:
-        raise ValueError(f"{uri} names no bucket: write {scheme}://BUCKET/PREFIX")
-    if scheme in ("s3", "s3+ddb", "gs") and not _BUCKET_NAME.fullmatch(bucket):
-        raise ValueError(
-            f"{bucket!r} in {uri} is not a valid bucket name (3-63 lower-case letters, digits, dots and hyphens, "
-            "starting and ending with a letter or digit)"
-        )
+        raise InvalidStoreLocation(f"{uri} names no bucket: write {scheme}://BUCKET/PREFIX in --store / CHRONOMEM_HOME")
+    provider = "Google Cloud Storage" if scheme == "gs" else "S3"
+    raise InvalidStoreLocation(
+        f"{bucket!r} in {uri} is not a valid {provider} bucket name: {problem}. A bucket name is "
+        f"{_GCS_RULE if scheme == 'gs' else _S3_RULE}: put your bucket's exact name in --store / CHRONOMEM_HOME "
+        f"({scheme}://BUCKET/PREFIX)"
+    )
+
+
+#: Where object_store reads an S3 endpoint: environment variables, and the same names as storage options.
+_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+_ENDPOINT_OPTIONS = ("aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint")
+_ENDPOINT_URL = re.compile(r"https?://[^\s/?#]+(?:[/?#]\S*)?", re.IGNORECASE)
+
+
+def _check_endpoints(env: Mapping[str, str], options: tuple[tuple[str, str], ...]) -> None:
+    """An S3 endpoint, if one is set, must be an http(s) URL: object_store panics on an empty one or one without
+    its scheme (`localhost:9000`) at the first request, LanceDB's and obstore's alike."""
+    found = [(name, env[name]) for name in _ENDPOINT_VARIABLES if name in env]
+    found += [(f"{key} in CHRONOMEM_STORAGE_OPTIONS", value) for key, value in options if key in _ENDPOINT_OPTIONS]
+    for name, value in found:
+        if _ENDPOINT_URL.fullmatch(value.strip()):
+            continue
+        if not value.strip():
+            raise InvalidStoreLocation(f"{name} is set but empty: unset it (AWS S3) or set it to your S3 server's URL, "
+                                       "e.g. http://localhost:9000")
+        example = value.strip() if "://" not in value else "localhost:9000"
+        raise InvalidStoreLocation(f"{name} is {value.strip()!r}, not an http(s) URL: write the S3 server's URL with "
+                                   f"its scheme, e.g. http://{example}")
 
 
 def _storage_options(value: str | None) -> tuple[tuple[str, str], ...]:
@@ -142,9 +215,9 @@ def _storage_options(value: str | None) -> tuple[tuple[str, str], ...]:
     try:
         data = json.loads(value)
     except ValueError:
-        raise ValueError("CHRONOMEM_STORAGE_OPTIONS is not a JSON object of storage options") from None
+        raise InvalidStoreLocation("CHRONOMEM_STORAGE_OPTIONS is not a JSON object of storage options") from None
     if not isinstance(data, dict):
-        raise ValueError("CHRONOMEM_STORAGE_OPTIONS is not a JSON object of storage options")
+        raise InvalidStoreLocation("CHRONOMEM_STORAGE_OPTIONS is not a JSON object of storage options")
     return tuple(sorted((str(k).lower(), str(v)) for k, v in data.items()))
 
 

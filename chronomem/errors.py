@@ -28,3 +28,9 @@ class ModelUnavailable(ChronomemError):
 
 class StoreError(ChronomemError):
     """The store directory cannot be opened or is not a chronomem store."""
+
+
+class InvalidStoreLocation(InvalidInput, ValueError):
+    """`--store` / CHRONOMEM_HOME / CHRONOMEM_STORAGE_OPTIONS cannot name a store (a bucket name the provider would
+    refuse, no bucket, options that are not a JSON object). Also a `ValueError`: settings are read before any
+    command runs, where the CLI reports a `ValueError` in one line."""

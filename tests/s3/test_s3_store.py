@@ -33,8 +33,8 @@ def test_store_location_is_a_path_or_a_uri(tmp_path: Path) -> None:
 
 
 def test_a_bucket_name_the_provider_would_refuse_is_said_plainly_before_anything_is_reached() -> None:
-    for uri, said in (("s3://a/mem", "not a valid bucket name"), ("s3://My_Bucket/mem", "not a valid bucket name"),
-                      ("gs://-x-/mem", "not a valid bucket name"), ("s3:///mem", "names no bucket"),
+    for uri, said in (("s3://a/mem", "not a valid S3 bucket name"), ("s3://My_Bucket/mem", "not a valid S3 bucket name"),
+                      ("gs://-x-/mem", "not a valid Google Cloud Storage bucket name"), ("s3:///mem", "names no bucket"),
                       ("az:///mem", "names no bucket")):
         with pytest.raises(ValueError, match=said):
             parse_store(uri, {})
@@ -42,8 +42,9 @@ def test_a_bucket_name_the_provider_would_refuse_is_said_plainly_before_anything
     out = subprocess.run([sys.executable, "-m", "chronomem", "--store", "s3://a/mem", "recall", "x"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
-        "error: 'a' in s3://a/mem is not a valid bucket name (3-63 lower-case letters, digits, dots and hyphens, "
-        "starting and ending with a letter or digit)"
+        "error: 'a' in s3://a/mem is not a valid S3 bucket name: it is 1 character long, not 3-63. A bucket name is "
+        "3-63 lower-case letters, digits, dots and hyphens, starting and ending with a letter or digit, no two dots "
+        "in a row, not an IP address: put your bucket's exact name in --store / CHRONOMEM_HOME (s3://BUCKET/PREFIX)"
     ]
 
 
