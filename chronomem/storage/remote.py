@@ -86,12 +86,12 @@ class Objects:
         if self._store is None:
             from obstore.store import from_url
 
-            options = {  # the DynamoDB commit table's options are Lance's, not the object store's
-                k: v for k, v in self.location.storage_options().items() if not k.startswith(("ddb", "dynamodb"))
-            }
+            config, client = store_and_client_options(self.location.storage_options())
             try:
-                self._store = from_url(self._root, config=options or None)
-            except Exception as exc:
+                self._store = from_url(self._root, config=config or None, client_options=client or None)
+            except BaseException as exc:
+                if not isinstance(exc, Exception) and not is_panic(exc):
+                    raise  # KeyboardInterrupt, SystemExit
                 raise explain(self.location, exc) from exc
         return self._store
 
@@ -158,13 +158,58 @@ class Objects:
         return found
 
 
+#: object_store's HTTP client options (ClientConfigKey): LanceDB takes them among its storage options, obstore
+#: only as `client_options` — passed in `config`, `allow_http` or `timeout` made obstore 0.12 panic ("Expected
+#: config prefix to start with aws_"). A provider prefix (`aws_allow_http`) names the same option.
+CLIENT_OPTIONS = frozenset({
+    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type", "http1_only",
+    "http2_keep_alive_interval", "http2_keep_alive_timeout", "http2_keep_alive_while_idle", "http2_only",
+    "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url", "proxy_ca_certificate", "proxy_excludes",
+    "randomize_addresses", "read_timeout", "root_certificate", "timeout", "user_agent",
+})
+
+
+def store_and_client_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """A store's storage options split for obstore: (the store's own config, the HTTP client's options). The
+    DynamoDB commit table's options are Lance's alone and left out."""
+    config: dict[str, str] = {}
+    client: dict[str, str] = {}
+    for key, value in options.items():
+        if key.startswith(("ddb", "dynamodb")):
+            continue
+        bare = key
+        for prefix in ("aws_", "google_", "azure_"):
+            if key.startswith(prefix) and key[len(prefix):] in CLIENT_OPTIONS:
+                bare = key[len(prefix):]
+        if bare in CLIENT_OPTIONS:
+            client[bare] = value
+        else:
+            config[key] = value
+    return config, client
+
+
 # ---------------------------------------------------------------------------------------------- errors
+def is_panic(exc: BaseException) -> bool:
+    """Whether `exc` is a Rust panic surfacing in Python (`pyo3_runtime.PanicException`, a `BaseException`, not an
+    `Exception`; LanceDB's async calls raise `pyo3_async_runtimes.RustPanic`, an `Exception`, "rust future
+    panicked: unknown error"): a library below us failed on an input it did not expect, never something to retry."""
+    return type(exc).__name__ in ("PanicException", "RustPanic") or type(exc).__module__ == "pyo3_runtime"
+
+
 def explain(location: StoreURI, exc: BaseException) -> StoreError:
     """The one-line error for a failure reaching the store at `location`: no bucket, no credentials, access
     denied, an unreachable endpoint — never "damaged" (the files were not even read)."""
     text = f"{type(exc).__name__}: {exc}"
     low = text.lower()
     where = location.uri
+    if isinstance(exc, StoreError):  # already said plainly (an open below this call explained it)
+        return exc
+    if is_panic(exc):  # its message is a Rust `expect`'s, which may hold any of the words below
+        reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else "no reason given"
+        return StoreError(
+            f"the object store client crashed opening {where} ({reason}): check the bucket name in --store and the "
+            "keys in CHRONOMEM_STORAGE_OPTIONS (LanceDB's storage options)"
+        )
     endpoint = os.environ.get("AWS_ENDPOINT_URL") or location.storage_options().get("aws_endpoint") or ""
     if "nosuchbucket" in low or "bucket does not exist" in low or "specified bucket" in low:
         return StoreError(f"the bucket of {where} does not exist: create it (or fix the name in --store)")

@@ -361,7 +361,7 @@ class MemoryStore:
         the store's write lease (storage/remote.py), so servers starting at once on a fresh store take turns; a
         commit that still conflicts (a writer without the lease) is retried. There is no ledger (it is a local
         file; Lance's conditional commits are what keeps acknowledged writes) and no foreign-entry check."""
-        from chronomem.storage.remote import explain
+        from chronomem.storage.remote import explain, is_panic
 
         last: BaseException | None = None
         for attempt in range(OPEN_ATTEMPTS):
@@ -387,6 +387,10 @@ class MemoryStore:
                     raise explain(path, exc) from exc
                 log.debug("opening %s conflicted with another writer (try %d)", path, attempt + 1, exc_info=True)
                 time.sleep(0.1 * (attempt + 1))
+            except BaseException as exc:  # a Rust panic below us (pyo3's PanicException is no Exception): one line
+                if not is_panic(exc):
+                    raise
+                raise explain(path, exc) from exc
         assert last is not None
         raise explain(path, last) from last
 
