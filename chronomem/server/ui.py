@@ -187,9 +187,11 @@ def register_ui(server: Any, svc: MemoryService, person: str | None = None) -> N
 
     @route("/api/replace", ["POST"])
     async def replace(request: Request) -> Response:
+        from chronomem.tools.correct import replace as run
+
         body = await _json(request)
         return await answer(
-            partial(_replace, svc, who, body.get("id"), body.get("text") or None, value=body.get("value"),
+            partial(run, svc, body.get("id"), body.get("text") or None, who=who, value=body.get("value"),
                     reason=body.get("reason"))
         )
 
@@ -223,50 +225,6 @@ def _now(svc: MemoryService) -> str:
     from chronomem.timeparse import iso
 
     return iso(svc.now()) or ""
-
-
-def _replace(svc: MemoryService, who: str, old_id: Any, text: Any, *, value: Any, reason: Any) -> Any:
-    """tools/correct.py's `replace`, its writes recorded as the page's person's: `remember` tagged `ui` and
-    `client:<who>` (as a team client's are), the forget of a replaced note ending `(by <who>)`."""
-    from chronomem.errors import InvalidInput
-    from chronomem.records import fact_sentence
-    from chronomem.tools.browse import CLIENT_TAG
-    from chronomem.tools.correct import TAG, ReplaceResult
-    from chronomem.tools.forget import forget
-    from chronomem.tools.lookup import get_or_fail, latest_revision
-    from chronomem.tools.remember import remember
-    from chronomem.tools.validate import memory_id, require_text
-
-    target = memory_id(old_id)
-    tags = [TAG, f"{CLIENT_TAG}{who}"]
-    old = latest_revision(svc.store, get_or_fail(svc.store, target))
-    if old.expired_at is not None or (old.invalid_at is not None and old.invalid_at <= svc.now()):
-        raise InvalidInput(f"{target} is no longer current: only a current memory can be replaced")
-    if old.kind == "fact":
-        assert old.subject is not None and old.predicate is not None
-        new_value = require_text(value, "value", 2000).strip()
-        note = require_text(text, "text", svc.settings.max_content_chars) if text else fact_sentence(
-            old.subject, old.predicate, new_value
-        )
-        made = remember(svc, note, project=old.project, tags=tags,
-                        facts=[{"subject": old.subject, "predicate": old.predicate, "object": new_value}])
-        if not made.facts:
-            why = made.refused_facts[0].reason if made.refused_facts else "it was not stored"
-            raise InvalidInput(f"the new value was refused: {why}")
-        result = made.facts[0]
-        return ReplaceResult(
-            old_id=target, new_id=result.id, note_id=made.id,
-            action="reinforced" if result.action == "reinforced" else "superseded",
-            message=f"{old.subject} · {old.predicate} is now {new_value!r} ({result.action}, by {who}); {target} stays in history.",
-        )
-    new_text = require_text(text, "text", svc.settings.max_content_chars)
-    made = remember(svc, new_text, project=old.project, tags=tags, paths=list(old.paths) or None)
-    why = f"replaced by {made.id}" + (f": {str(reason).strip()}" if reason else "") + f" (by {who})"
-    forget(svc, target, why)
-    return ReplaceResult(
-        old_id=target, new_id=made.id, note_id=made.id, action="replaced",
-        message=f"{made.id} replaces {target}, which is forgotten ({why}) and stays in history.",
-    )
 
 
 def _search(svc: MemoryService, q: dict[str, str], paths: list[str]) -> Any:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from chronomem.errors import InvalidInput
 from chronomem.records import fact_sentence
 from chronomem.service import MemoryService
+from chronomem.tools.browse import CLIENT_TAG
 from chronomem.tools.forget import forget
 from chronomem.tools.lookup import get_or_fail, latest_revision
 from chronomem.tools.remember import remember
@@ -40,9 +41,15 @@ class ReplaceResult(BaseModel):
         return self.message
 
 
-def replace(svc: MemoryService, old_id: Any, text: Any = None, *, value: Any = None, reason: Any = None) -> ReplaceResult:
-    """Replace memory `old_id`: a fact by `value` (its note `text`, optional), a note by `text`."""
+def replace(
+    svc: MemoryService, old_id: Any, text: Any = None, *, value: Any = None, reason: Any = None, who: str | None = None
+) -> ReplaceResult:
+    """Replace memory `old_id`: a fact by `value` (its note `text`, optional), a note by `text`. `who`, when given,
+    is the person making the correction: its writes carry `client:<who>` (as a team client's do) and the messages
+    and a replaced note's forget reason end `by <who>`."""
     target = memory_id(old_id)
+    tags = [TAG] + ([f"{CLIENT_TAG}{who}"] if who else [])
+    by = f", by {who}" if who else ""
     old = latest_revision(svc.store, get_or_fail(svc.store, target))
     if old.expired_at is not None or (old.invalid_at is not None and old.invalid_at <= svc.now()):
         raise InvalidInput(f"{target} is no longer current: only a current memory can be replaced")
@@ -53,7 +60,7 @@ def replace(svc: MemoryService, old_id: Any, text: Any = None, *, value: Any = N
             old.subject, old.predicate, new_value
         )
         fact = {"subject": old.subject, "predicate": old.predicate, "object": new_value}
-        made = remember(svc, note, project=old.project, facts=[fact], tags=[TAG])
+        made = remember(svc, note, project=old.project, facts=[fact], tags=tags)
         if not made.facts:
             why = made.refused_facts[0].reason if made.refused_facts else "it was not stored"
             raise InvalidInput(f"the new value was refused: {why}")
@@ -61,12 +68,12 @@ def replace(svc: MemoryService, old_id: Any, text: Any = None, *, value: Any = N
         action = "reinforced" if result.action == "reinforced" else "superseded"
         return ReplaceResult(
             old_id=target, new_id=result.id, note_id=made.id, action=action,
-            message=f"{old.subject} · {old.predicate} is now {new_value!r} ({result.action}); "
+            message=f"{old.subject} · {old.predicate} is now {new_value!r} ({result.action}{by}); "
             f"{target} stays in history.",
         )
     new_text = require_text(text, "text", svc.settings.max_content_chars)
-    made = remember(svc, new_text, project=old.project, tags=[TAG], paths=list(old.paths) or None)
-    why = f"replaced by {made.id}" + (f": {str(reason).strip()}" if reason else "")
+    made = remember(svc, new_text, project=old.project, tags=tags, paths=list(old.paths) or None)
+    why = f"replaced by {made.id}" + (f": {str(reason).strip()}" if reason else "") + (f" (by {who})" if who else "")
     forget(svc, target, why)
     return ReplaceResult(
         old_id=target, new_id=made.id, note_id=made.id, action="replaced",
