@@ -1,5 +1,6 @@
 """What both ranking (retrieval/) and consolidation (consolidate/) read off a stored row, as pure functions:
-who made a fact (`EXTRACTED_SOURCES`), the words its slot is compared by (`slot_phrase`), and how salient a
+who made a fact (`EXTRACTED_SOURCES`), the words its slot is compared by (`slot_phrase`), how a subject is
+compared across a model's namings (`subject_form`, `same_subject`, `identifiers`), and how salient a
 row is now (`effective_salience`, `record_salience`; consolidate/salience.py records the reinforcement in the
 `usage` side table, which reads attach to each row as `record.usage`: its boost is already in
 `record.salience` and its restating chunks in `record.source_ids`, its last recall hit is `usage.seen_at`).
@@ -39,6 +40,7 @@ _PROJECT_WORDS = frozenset({"project", "repo", "repository", "codebase"})
 
 
 def phrase_words(text: str) -> list[str]:
+    """A slot phrase's words as compared: lower case, quotes and brackets off, `-`/`_` read as spaces."""
     return [w for w in _JOINERS.sub(" ", _QUOTES.sub(" ", text.lower())).split() if w]
 
 
