@@ -456,12 +456,13 @@ def _newer_wins(
     def chained(text: str) -> bool:  # a fact's own note has the words a model wrote the fact from
         return any(differs_only_in_values(own, text) for own in said)
 
-    chain = [i for i in items[size:] if chained(i.candidate.record.content)]
-    for item in [*items[1:size], *chain]:
+    leading = [(i, chained(i.candidate.record.content)) for i in items[1:size]]
+    further = [(i, True) for i in items[size:] if chained(i.candidate.record.content)]
+    for item, in_chain in [*leading, *further]:
         c = item.candidate
         if item.foreign or item.hedged:
             continue
-        if item.score < weakest and not chained(c.record.content):
+        if item.score < weakest and not in_chain:
             continue
         if items[0].answer_typed and not item.answer_typed:
             continue  # the best holds the kind of answer asked for (a port's number); a restatement would too
@@ -472,7 +473,7 @@ def _newer_wins(
         names = {e for e in wanted if e in c.record.content.lower()}
         if top_names - names:
             continue  # the best match names what was asked and this one does not, or only part of it
-        if renamed or chained(c.record.content):
+        if renamed or in_chain:
             group.append(item)  # one attribute named another way, or the best one's words around another value
             continue
         if told and weighted_coverage(told, contained(c)) < config.history_told_share:
