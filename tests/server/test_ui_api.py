@@ -29,14 +29,21 @@ PORT = 8767
 BASE = f"http://127.0.0.1:{PORT}"
 TOKEN = "ui-api-test-token-7d2e4c1b"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-#: Notes enough for three pages of 5.
+#: Twenty notes on unrelated things (test_ui_page.py lists them all, more than a page of its landing list).
 FILLER = [
     "The payments service retries failed charges three times", "Logs are kept for thirty days in the archive bucket",
     "The design review happens every second Tuesday", "Feature flags live in the flags.yaml file",
     "The mobile app talks to the api gateway only", "Database migrations run before each deploy",
     "The search index is rebuilt nightly", "On-call rotates every Monday morning",
     "Secrets are read from the vault at startup", "The frontend is built with Vite",
+    "Invoices are generated on the first day of the month", "The warehouse sync job runs every fifteen minutes",
+    "Product images are resized by a lambda on upload", "The support inbox is triaged by the duty engineer",
+    "Customer emails are sent through Postmark", "The checkout page is cached for sixty seconds",
+    "Refunds above 500 euros need a manager's approval", "The recommendation model is retrained weekly",
+    "Load tests run against the perf environment on Thursdays", "Translations are managed in Crowdin",
 ]
+#: Notes enough for three pages of 5.
+NOTES = FILLER[:10]
 
 
 def client_for(svc: MemoryService) -> TestClient:
@@ -65,7 +72,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[di
     ids["deploys"] = write("Deploys go out on Fridays after the standup", "2024-02-10").id
     nox = write("Tests now run with nox -s tests", "2024-03-01", ("test_command", "nox -s tests"))
     ids["nox"] = nox.facts[0].id
-    for n, text in enumerate(FILLER):
+    for n, text in enumerate(NOTES):
         ids[f"filler{n}"] = write(text, f"2024-03-{10 + n:02d}").id
     clock.advance(minutes=1)
     tools.forget(svc, ids["host"], "staging was shut down", at="2024-04-01")

@@ -110,15 +110,6 @@ def server(seeded: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where screenshots go: CHRONOMEM_SCREENSHOTS, else a temporary directory (tests write nowhere else)."""
-    chosen = os.environ.get("CHRONOMEM_SCREENSHOTS")
-    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture(scope="module")
 def browser_page(server: dict[str, Any]) -> Iterator[Page]:
     """One Chromium page, logged in through the one-time link."""
     with sync_playwright() as p:

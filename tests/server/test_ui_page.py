@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_ui_api import FILLER  # twenty notes on unrelated things: more than a page of the landing list
 from test_ui_browser import CHROMIUM, WAIT_MS, _requirements, running_ui, search
 
 pytestmark = pytest.mark.slow
@@ -25,19 +26,6 @@ except ImportError:  # pragma: no cover - depends on the environment
     sync_playwright = None  # type: ignore[assignment]
 
 PROJECT = "shop"
-#: Twenty notes on unrelated things: more than a page of the landing list.
-FILLER = [
-    "The payments service retries failed charges three times", "Logs are kept for thirty days in the archive bucket",
-    "The design review happens every second Tuesday", "Feature flags live in the flags.yaml file",
-    "The mobile app talks to the api gateway only", "Database migrations run before each deploy",
-    "The search index is rebuilt nightly", "On-call rotates every Monday morning",
-    "Secrets are read from the vault at startup", "The frontend is built with Vite",
-    "Invoices are generated on the first day of the month", "The warehouse sync job runs every fifteen minutes",
-    "Product images are resized by a lambda on upload", "The support inbox is triaged by the duty engineer",
-    "Customer emails are sent through Postmark", "The checkout page is cached for sixty seconds",
-    "Refunds above 500 euros need a manager's approval", "The recommendation model is retrained weekly",
-    "Load tests run against the perf environment on Thursdays", "Translations are managed in Crowdin",
-]
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 360, "height": 740}
 
@@ -82,16 +70,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> dict[str,
 def server(seeded: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with running_ui(seeded["store"], PROJECT, tmp_path_factory.mktemp("ui-page-log")) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import os
-
-    chosen = os.environ.get("CHRONOMEM_SCREENSHOTS")
-    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 @pytest.fixture(scope="module")
