@@ -1,6 +1,24 @@
-"""The LLM extractor's client side: configuration, litellm calls with retries and a budget, prompts, strict parsing.
+"""The LLM extractor's client side: configuration, calls with retries and budgets, prompts, strict parsing.
 
-Configured by environment variables, and off unless `CHRONOMEM_LLM_MODEL` is set:
+One request (`extract_messages`: the note, the nearest live facts, the project's slot vocabulary) goes over
+one of two transports, in this order of preference:
+
+1. the MCP client's own model through sampling (`sampling/createMessage`), when the connected client
+   declares the capability; the server supplies that transport (server/sampling.py), this module its
+   configuration (`SamplingConfig`) and the hourly call budget (`HourlyBudget`);
+2. a model the user configured through litellm (`LiteLLMTransport`).
+
+With neither, no LLM is asked (the rules alone extract). `LLMClient` is the same for both: it sends,
+retries what is transient, validates the answer, and counts calls and tokens (`Usage`).
+
+Sampling is on whenever a client offers it, unless switched off:
+
+- `CHRONOMEM_SAMPLING=off` (or `0`, `false`, `no`) — never ask the client's model;
+- `CHRONOMEM_SAMPLING_CALLS_PER_HOUR` (default 60) — at most this many sampling requests in any hour;
+- `CHRONOMEM_SAMPLING_TIMEOUT` (s, default 60) — a client that has not answered by then is taken as gone;
+- `CHRONOMEM_SAMPLING_MAX_TOKENS` (default 1024) — the answer's length asked for.
+
+litellm is configured by environment variables, and off unless `CHRONOMEM_LLM_MODEL` is set:
 
 - `CHRONOMEM_LLM_MODEL` — any litellm model name (`openai/gpt-4o-mini`, `ollama/llama3.1`,
   `openai/<name>` for an OpenAI-compatible local server, …);
@@ -23,11 +41,13 @@ import json
 import logging
 import os
 import re
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from chronomem.errors import ChronomemError
 from chronomem.records import UTC, MemoryRecord
@@ -67,6 +87,36 @@ class LLMConfig:
         )
 
 
+#: Sampling requests allowed in any hour, unless CHRONOMEM_SAMPLING_CALLS_PER_HOUR says otherwise.
+SAMPLING_CALLS_PER_HOUR = 60
+_OFF = {"off", "0", "false", "no", "none", "disabled"}
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """Whether and how much the consolidator may ask the MCP client's own model (sampling)."""
+
+    enabled: bool = True
+    calls_per_hour: int = SAMPLING_CALLS_PER_HOUR
+    timeout: float = 60.0
+    max_tokens: int = 1024
+    calls_per_batch: int = 8
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SamplingConfig:
+        env = os.environ if environ is None else environ
+        return cls(
+            enabled=(env.get("CHRONOMEM_SAMPLING") or "on").strip().lower() not in _OFF,
+            calls_per_hour=max(0, int(_number(env.get("CHRONOMEM_SAMPLING_CALLS_PER_HOUR"), SAMPLING_CALLS_PER_HOUR))),
+            timeout=max(0.1, _number(env.get("CHRONOMEM_SAMPLING_TIMEOUT"), 60.0)),
+            max_tokens=max(64, int(_number(env.get("CHRONOMEM_SAMPLING_MAX_TOKENS"), 1024))),
+        )
+
+    def llm_config(self) -> LLMConfig:
+        """The client settings of the sampling transport (retries of malformed answers, calls per batch)."""
+        return LLMConfig(model="the client's model (sampling)", timeout=self.timeout, calls_per_batch=self.calls_per_batch)
+
+
 class LLMError(ChronomemError):
     """The LLM could not be reached or refused the request (after retries)."""
 
@@ -93,6 +143,68 @@ class CallBudget:
         self.used += 1
 
 
+class HourlyBudget:
+    """At most `calls` calls in any sliding hour (thread-safe; the clock is injectable for tests)."""
+
+    def __init__(self, calls: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.calls = calls
+        self._clock = clock
+        self._times: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def _trim(self) -> None:
+        cutoff = self._clock() - 3600.0
+        while self._times and self._times[0] <= cutoff:
+            self._times.popleft()
+
+    def left(self) -> int:
+        with self._lock:
+            self._trim()
+            return max(0, self.calls - len(self._times))
+
+    def take(self) -> None:
+        with self._lock:
+            self._trim()
+            if len(self._times) >= self.calls:
+                raise BudgetExhausted(f"the hour's {self.calls} calls are spent")
+            self._times.append(self._clock())
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answer: its text, and its token counts when the answer says them."""
+
+    text: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@dataclass
+class Usage:
+    """What one transport has cost since the process started: calls, tokens reported, notes read, failures."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    notes: int = 0
+    failures: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+class Transport(Protocol):
+    """How a request reaches a model: litellm (`LiteLLMTransport`) or the MCP client (server/sampling.py)."""
+
+    name: str
+
+    def available(self) -> bool: ...
+
+    def transient(self) -> tuple[type[BaseException], ...]: ...
+
+    def complete(self, messages: list[dict[str, str]]) -> Completion: ...
+
+
 @dataclass(frozen=True)
 class Operation:
     """One validated operation of an answer."""
@@ -107,13 +219,17 @@ class Operation:
 
 
 # --------------------------------------------------------------------------- the client
-class LLMClient:
-    """litellm chat completions with retries on transient errors and answer validation."""
+class LiteLLMTransport:
+    """litellm chat completions to the model the user configured (`LLMConfig`)."""
 
-    def __init__(self, config: LLMConfig, sleep: Callable[[float], None] = time.sleep) -> None:
+    name = "litellm"
+
+    def __init__(self, config: LLMConfig) -> None:
         self.config = config
-        self._sleep = sleep
         self._litellm: Any = None
+
+    def available(self) -> bool:
+        return True
 
     def _lib(self) -> Any:
         if self._litellm is None:
@@ -125,34 +241,102 @@ class LLMClient:
             self._litellm = litellm
         return self._litellm
 
+    def transient(self) -> tuple[type[BaseException], ...]:
+        return _transient_errors(self._lib())
+
+    def complete(self, messages: list[dict[str, str]]) -> Completion:
+        response = self._lib().completion(
+            model=self.config.model,
+            messages=messages,
+            api_base=self.config.api_base,
+            api_key=self.config.api_key,
+            timeout=self.config.timeout,
+            temperature=0,
+            response_format={"type": "json_object"},
+            drop_params=True,
+            num_retries=0,
+            max_retries=0,
+        )
+        usage = getattr(response, "usage", None)
+        return Completion(
+            response.choices[0].message.content or "",
+            _count(getattr(usage, "prompt_tokens", None)),
+            _count(getattr(usage, "completion_tokens", None)),
+        )
+
+
+class LLMClient:
+    """One transport's calls, with retries on transient errors, answer validation, usage counters and a pause
+    after failures (`pause_min` doubling to `pause_max`, from the `free_failures`+1-th failure in a row)."""
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: Transport | None = None,
+        hourly: HourlyBudget | None = None,
+        pause_min: float = 30.0,
+        pause_max: float = 600.0,
+        free_failures: int = 0,
+    ) -> None:
+        self.config = config
+        self._sleep = sleep
+        self.transport: Transport = transport if transport is not None else LiteLLMTransport(config)
+        self.hourly = hourly
+        self.usage = Usage()
+        self._pause_min, self._pause_max, self._free = pause_min, pause_max, free_failures
+        self._failures_in_row = 0
+        self._paused_until = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.transport.name
+
+    def paused(self) -> bool:
+        return time.monotonic() < self._paused_until
+
+    def available(self) -> bool:
+        """Usable now: the transport is there, no pause after failures, calls left in the hour."""
+        return not self.paused() and self.transport.available() and self.calls_left() > 0
+
+    def calls_left(self) -> int:
+        return self.config.calls_per_batch if self.hourly is None else min(self.config.calls_per_batch, self.hourly.left())
+
+    def failed(self) -> float:
+        """A request failed (unreachable, refused, no answer): pause before the next; the pause in seconds."""
+        self._failures_in_row += 1
+        self.usage.failures += 1
+        over = self._failures_in_row - self._free
+        pause = 0.0 if over <= 0 else min(self._pause_min * 2 ** (over - 1), self._pause_max)
+        self._paused_until = time.monotonic() + pause
+        return pause
+
+    def succeeded(self) -> None:
+        self._failures_in_row = 0
+
     def chat(self, messages: list[dict[str, str]], budget: CallBudget) -> str:
         """One answer's text; transient errors are retried with backoff (each attempt spends budget)."""
-        lib = self._lib()
-        transient = _transient_errors(lib)
+        transient = self.transport.transient()
         last: BaseException | None = None
         for attempt in range(self.config.max_attempts):
+            if self.hourly is not None and self.hourly.left() <= 0:
+                raise BudgetExhausted(f"the hour's {self.hourly.calls} {self.name} calls are spent")
             budget.take()
+            if self.hourly is not None:
+                self.hourly.take()
+            self.usage.calls += 1
             try:
-                response = lib.completion(
-                    model=self.config.model,
-                    messages=messages,
-                    api_base=self.config.api_base,
-                    api_key=self.config.api_key,
-                    timeout=self.config.timeout,
-                    temperature=0,
-                    response_format={"type": "json_object"},
-                    drop_params=True,
-                    num_retries=0,
-                    max_retries=0,
-                )
-                return response.choices[0].message.content or ""
+                answer = self.transport.complete(messages)
+                self.usage.prompt_tokens += answer.prompt_tokens or 0
+                self.usage.completion_tokens += answer.completion_tokens or 0
+                return answer.text
+            except (BudgetExhausted, LLMError):
+                raise
             except transient as exc:
                 last = exc
                 log.info("LLM call failed (%s), attempt %d of %d", _one_line(exc), attempt + 1, self.config.max_attempts)
                 if attempt + 1 < self.config.max_attempts:
                     self._sleep(self.config.backoff * 2**attempt)
-            except BudgetExhausted:
-                raise
             except Exception as exc:  # auth, bad request, unknown model: retrying will not help
                 raise LLMError(f"LLM {self.config.model} refused the request: {_one_line(exc)}") from None
         raise LLMError(f"LLM {self.config.model} unavailable after {self.config.max_attempts} attempts: {_one_line(last)}")
@@ -208,7 +392,11 @@ thing, so that a new value of one replaces the other. Answer with one JSON objec
 else: {"same": true} or {"same": false}."""
 
 
-def extract_messages(project: str, chunk: MemoryRecord, facts: Sequence[MemoryRecord]) -> list[dict[str, str]]:
+def extract_messages(
+    project: str, chunk: MemoryRecord, facts: Sequence[MemoryRecord], vocabulary: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, str]]:
+    """The extraction request: the note, the nearest live facts with their ids, and the project's slot vocabulary
+    (subject · predicate names in use), so a new value of a known thing is named the way it is already named."""
     lines = [
         f"{f.id} | {f.subject} | {f.predicate} | {f.object} | since {f.valid_at.date().isoformat()}" for f in facts
     ]
@@ -216,6 +404,11 @@ def extract_messages(project: str, chunk: MemoryRecord, facts: Sequence[MemoryRe
         f"Project: {project}\nNote written: {chunk.valid_at.astimezone(UTC).isoformat()}\nNote:\n<<<\n{chunk.content}\n>>>\n\n"
         "Stored facts (id | subject | predicate | object | valid since):\n" + ("\n".join(lines) or "(none)")
     )
+    if vocabulary:
+        user += (
+            "\n\nNames in use for this project's facts (subject · predicate); reuse them for a new value of the same "
+            "thing:\n" + "\n".join(f"- {s} · {p}" for s, p in vocabulary)
+        )
     return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -322,6 +515,10 @@ def _one_line(exc: BaseException | None) -> str:
         return "no answer"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200] if text else ''}"
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _number(value: str | None, default: float) -> float:

@@ -9,7 +9,10 @@ crashed holder's lock is released by the OS with its process (flock), or its lea
 
 A step is the first of these that has work, cheapest and most urgent first:
 1. rules extraction over pending chunks (stage_rules.py; up to 48 chunks, ended early by a waiting call);
-2. LLM extraction when `CHRONOMEM_LLM_MODEL` is set (stage_llm.py; 8 chunks, ≤ 8 calls);
+2. LLM extraction when a model can be asked (stage_llm.py; 8 chunks, ≤ 8 calls): the MCP client's own model through
+   sampling when the server was handed a client that offers it (`use_sampling`; within
+   `CHRONOMEM_SAMPLING_CALLS_PER_HOUR`, off with `CHRONOMEM_SAMPLING=off`), else the litellm model of
+   `CHRONOMEM_LLM_MODEL`; with neither, none (`usage` reports what each has cost);
 3. recall hits → salience (salience.py; one commit);
 4. index upkeep: `optimize()` once 50 rows are unindexed (~0.6 s at 100k rows);
 5. the vector index, once the table is large (upkeep.py; tens of seconds, no write lock held).
@@ -43,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from chronomem.consolidate.extract_llm import LLMConfig
+from chronomem.consolidate.extract_llm import LLMConfig, SamplingConfig
 from chronomem.consolidate.salience import HitLog, apply_hits
 from chronomem.consolidate.slots import SlotMatcher
 from chronomem.consolidate.stage_rules import RulesStage
@@ -89,6 +92,7 @@ class Consolidator:
         svc: MemoryService,
         idle_seconds: float = IDLE_SECONDS,
         llm: LLMConfig | None | str = "env",
+        sampling: SamplingConfig | None | str = "env",
         vector_index_min_rows: int = VECTOR_INDEX_MIN_ROWS,
         backup_interval: timedelta = BACKUP_INTERVAL,
         resource_backoff: float = RESOURCE_BACKOFF_SECONDS,
@@ -97,6 +101,10 @@ class Consolidator:
         self.idle_seconds = idle_seconds
         self.llm = LLMConfig.from_env() if llm == "env" else llm
         assert self.llm is None or isinstance(self.llm, LLMConfig)
+        chosen = SamplingConfig.from_env() if sampling == "env" else sampling
+        assert chosen is None or isinstance(chosen, SamplingConfig)
+        #: How the client's own model may be asked (None or not `enabled`: never).
+        self.sampling = chosen if chosen is not None and chosen.enabled else None
         self.vector_index_min_rows = vector_index_min_rows
         #: How old the newest backup may get before an idle moment takes another (storage/backup.py).
         self.backup_interval = backup_interval
@@ -107,12 +115,13 @@ class Consolidator:
         self._matcher: SlotMatcher | None = None
         self._rules = RulesStage(svc, self.matcher)
         self._llm_stage: Any = None
+        self._client: Any = None  # the litellm client, when CHRONOMEM_LLM_MODEL is set
+        self._sampler: Any = None  # the client's model through sampling, once the server hands one over
         if self.llm is not None:
             from chronomem.consolidate.extract_llm import LLMClient
-            from chronomem.consolidate.stage_llm import LLMStage
 
             self._client = LLMClient(self.llm)
-            self._llm_stage = LLMStage(svc, self._client, self.matcher)
+            self._stage()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._in_flight = 0
@@ -144,15 +153,51 @@ class Consolidator:
             self._wake.set()
             self.start()
 
+    def use_sampling(self, transport: Any) -> bool:
+        """The server's hook: `transport` (server/sampling.py) asks the connected MCP client's model; it comes
+        first among the models the LLM stage asks while `transport.available()`. False when sampling is off."""
+        if self.sampling is None:
+            return False
+        from chronomem.consolidate.extract_llm import HourlyBudget, LLMClient
+
+        # a client that fails is dropped by the transport until its next call; three failures in a row pause it
+        self._sampler = LLMClient(self.sampling.llm_config(), transport=transport,
+                                  hourly=HourlyBudget(self.sampling.calls_per_hour),
+                                  pause_min=60.0, pause_max=600.0, free_failures=2)
+        self._stage()
+        return True
+
+    def llm_clients(self) -> list[Any]:
+        """The models the LLM stage may ask, in order of preference: the client's (sampling), then litellm's."""
+        return [c for c in (self._sampler, self._client) if c is not None]
+
+    def _stage(self) -> Any:
+        if self._llm_stage is None:
+            from chronomem.consolidate.stage_llm import LLMStage
+
+            self._llm_stage = LLMStage(self.svc, self.llm_clients, self.matcher)
+        return self._llm_stage
+
+    def _asking(self) -> Any:
+        """The model that would be asked now, or None (then the consolidator is today's rules alone)."""
+        return self._llm_stage.client() if self._llm_stage is not None else None
+
+    def usage(self) -> dict[str, dict[str, int]]:
+        """Calls, tokens (when answers say them), notes and failures per LLM transport, over the store's life."""
+        from chronomem.consolidate.stage_llm import usage_totals
+
+        return usage_totals(ConsolidationState.load(self.svc.store.path))
+
     def record_hits(self, ids: Iterable[str], at: datetime | None = None) -> None:
         """Note that recall returned these ids (cheap; salience is raised by a later step)."""
         self.hits.record(ids, at or self.svc.now())
 
     def matcher(self) -> SlotMatcher:
-        """The consolidator's slot matcher: with the LLM as judge of ambiguous slots when one is configured."""
+        """The consolidator's slot matcher: with the LLM as judge of ambiguous slots while one can be asked."""
         store = self.svc.store
         if self._matcher is None or self._matcher.store is not store:
-            self._matcher = SlotMatcher(store, self.svc.embedder, judge=self._judge if self.llm is not None else None)
+            self._matcher = SlotMatcher(store, self.svc.embedder)
+        self._matcher.judge = self._judge if self._asking() is not None else None
         return self._matcher
 
     def _judge(self, new: Any, existing: Any) -> bool | None:
@@ -165,13 +210,20 @@ class Consolidator:
             parse_judgement,
         )
 
-        if self._llm_stage is not None and self._llm_stage.paused():
+        client = self._asking()
+        if client is None:
             return None
         try:
-            return self._client.ask(judge_messages(new, existing), parse_judgement, CallBudget(self._client.config.max_attempts))
-        except (BudgetExhausted, LLMError, MalformedAnswer) as exc:
+            decided = client.ask(judge_messages(new, existing), parse_judgement, CallBudget(client.config.max_attempts))
+        except LLMError as exc:
+            log.info("LLM could not judge slot %s/%s (%s paused): %s", new.subject, new.predicate, client.name, exc)
+            client.failed()
+            return None
+        except (BudgetExhausted, MalformedAnswer) as exc:
             log.info("LLM could not judge slot %s/%s: %s", new.subject, new.predicate, exc)
             return None
+        client.succeeded()
+        return decided
 
     def _call_waiting(self) -> bool:
         """A write of this process waits for the store's write lock (reads never wait for it)."""
@@ -396,7 +448,7 @@ class Consolidator:
         from chronomem.consolidate.pending import pending
 
         state = ConsolidationState.load(self.svc.store.path)
-        stages = ["rules"] + (["llm"] if self._llm_stage is not None else [])
+        stages = ["rules"] + (["llm"] if self.llm_clients() else [])
         return {s: len(pending(self.svc.store, state.mark(s), 1_000_000)) for s in stages}
 
 

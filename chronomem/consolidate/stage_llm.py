@@ -1,10 +1,13 @@
 """The LLM stage of the consolidator: each pending chunk, with the project's nearest live facts, goes to the LLM.
 
-Runs only when an LLM is configured (extract_llm.py), after the rules stage has caught
-up, one bounded batch per `run` (`BATCH` chunks, at most `calls_per_batch` LLM calls).
-For a chunk it shows the LLM the chunk and the top live facts of its project (dense +
-full-text search) and applies the answer's operations — ADD, UPDATE(id), INVALIDATE(id) —
-all in one commit or not at all:
+Runs only when a model can be asked (extract_llm.py), after the rules stage has caught up, one bounded
+batch per `run` (`BATCH` chunks, at most `calls_per_batch` calls). The model is the first of the runner's
+clients that is available now: the MCP client's own model through sampling (when the connected client
+offers it, within its calls per hour), else the litellm model the user configured; with neither the stage
+does nothing and the rules alone extract. For a chunk it shows the model the chunk, the top live facts of
+its project (dense + full-text search) and the project's slot vocabulary (the subject · predicate names
+in use), and applies the answer's operations — ADD, UPDATE(id), INVALIDATE(id) — all in one commit or not
+at all:
 
 - every operation is validated before anything is written (ids must be among those shown);
 - under the write lock the shown facts named by the answer are read again; if any changed
@@ -13,18 +16,21 @@ all in one commit or not at all:
   stated fact is never superseded by the LLM (the two are flagged as conflicting instead);
 - an INVALIDATE of an agent-stated fact is not applied (logged): the agent outranks the LLM.
 
-Rejected answers (malformed after retries) skip the chunk with a log line. When the LLM
-is unreachable, the chunk stays pending and the stage pauses (30 s, doubling to 10 min).
-The stage keeps its own watermark: when an LLM is configured on a store that already holds
-notes, it works through that backlog too, `calls_per_batch` calls per step.
+Rejected answers (malformed after retries) skip the chunk with a log line. When the model is unreachable
+(or the client stops answering), the chunk stays pending and that client pauses (extract_llm.LLMClient.failed);
+the next step asks the next client, if any. A spent hourly budget leaves the chunk pending too. The stage
+keeps its own watermark, shared by both transports: when a model becomes available on a store that already
+holds notes, it works through that backlog too, `calls_per_batch` calls per step. Each batch's calls, tokens
+(when the answer says them) and notes are in its report, and added up per transport in the consolidator's
+state file (`llm_usage`, read by `usage_totals`).
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from chronomem.consolidate.apply import resolve_and_commit
 from chronomem.consolidate.extract_llm import (
@@ -53,7 +59,11 @@ STAGE = "llm"
 BATCH = 8
 #: Live facts of the project shown with each chunk.
 CONTEXT_FACTS = 12
-PAUSE_MIN, PAUSE_MAX = 30.0, 600.0
+#: Slot names (subject · predicate) of the project shown with each chunk, the most used first.
+VOCABULARY = 40
+#: The state file's key for the calls, tokens and notes of each transport, added up over the store's life.
+USAGE_KEY = "llm_usage"
+USAGE_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "notes", "failures")
 
 
 @dataclass
@@ -62,14 +72,32 @@ class LLMReport:
     applied: int = 0
     rejected: int = 0
     calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: int = 0
     stopped: str = ""
+    transport: str = ""
 
     def text(self) -> str:
         tail = f"; stopped: {self.stopped}" if self.stopped else ""
+        tokens = f", {self.prompt_tokens}+{self.completion_tokens} tokens" if self.prompt_tokens or self.completion_tokens else ""
+        via = f" via {self.transport}" if self.transport else ""
         return (
-            f"llm: {self.chunks} chunk(s), {self.applied} operation(s) applied, {self.rejected} answer(s) rejected, "
-            f"{self.calls} call(s){tail}"
+            f"llm{via}: {self.chunks} chunk(s), {self.applied} operation(s) applied, {self.rejected} answer(s) rejected, "
+            f"{self.calls} call(s){tokens}{tail}"
         )
+
+
+def usage_totals(state: ConsolidationState) -> dict[str, dict[str, int]]:
+    """Calls, tokens, notes and failures of each transport over the store's life, with calls and tokens per note."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, raw in (state.data.get(USAGE_KEY) or {}).items():
+        row = {k: int(raw.get(k, 0)) for k in USAGE_FIELDS}
+        notes = row["notes"]
+        row["calls_per_note"] = round(row["calls"] / notes, 2) if notes else 0  # type: ignore[assignment]
+        row["tokens_per_note"] = round((row["prompt_tokens"] + row["completion_tokens"]) / notes, 1) if notes else 0  # type: ignore[assignment]
+        out[name] = row
+    return out
 
 
 class LLMStage:
@@ -78,21 +106,25 @@ class LLMStage:
     name = STAGE
 
     def __init__(
-        self, svc: MemoryService, client: LLMClient, matcher: Callable[[], SlotMatcher], batch: int = BATCH
+        self,
+        svc: MemoryService,
+        clients: Callable[[], Sequence[LLMClient]],
+        matcher: Callable[[], SlotMatcher],
+        batch: int = BATCH,
     ) -> None:
         self.svc = svc
-        self.client = client
+        self.clients = clients
         self._matcher = matcher
         self.batch = batch
-        self._paused_until = 0.0
-        self._pause = PAUSE_MIN
 
-    def paused(self) -> bool:
-        return time.monotonic() < self._paused_until
+    def client(self) -> LLMClient | None:
+        """The model to ask now: the first available client, in the runner's order of preference."""
+        return next((c for c in self.clients() if c.available()), None)
 
     def run(self, state: ConsolidationState) -> LLMReport | None:
-        """Process one batch; None when nothing is pending or the LLM is paused."""
-        if self.paused():
+        """Process one batch; None when nothing is pending or no model can be asked now."""
+        client = self.client()
+        if client is None:
             return None
         store = self.svc.store
         mark = state.mark(STAGE)
@@ -101,8 +133,10 @@ class LLMStage:
             return None
         chunks = {c.id: c for c in load_chunks(store, keys, with_vectors=True)}
         done = sources_of_facts(store, list(chunks))
-        budget = CallBudget(self.client.config.calls_per_batch)
-        report = LLMReport()
+        budget = CallBudget(client.calls_left())
+        report = LLMReport(transport=client.name)
+        before = client.usage.as_dict()
+        vocabularies: dict[str, list[tuple[str, str]]] = {}
         processed = []
         for key in keys:
             chunk = chunks.get(key[0])
@@ -114,38 +148,52 @@ class LLMStage:
                 store, chunk.project, chunk.vector or self.svc.embed_one(chunk.content), chunk.content,
                 at=chunk.valid_at, now=now, limit=CONTEXT_FACTS,
             )
+            if chunk.project not in vocabularies:
+                vocabularies[chunk.project] = slot_names(store, chunk.project, now)
             shown = {f.id: f for f in context}
-            messages = extract_messages(display_name(chunk.project), chunk, context)
+            messages = extract_messages(display_name(chunk.project), chunk, context, vocabularies[chunk.project])
             try:
                 ids = set(shown)
-                operations = self.client.ask(messages, lambda text, ids=ids: parse_operations(text, ids), budget)
+                operations = client.ask(messages, lambda text, ids=ids: parse_operations(text, ids), budget)
             except BudgetExhausted:
                 report.stopped = "call budget spent"
-                if not report.chunks and not report.rejected:  # one chunk needs more than a whole batch: give up on it
+                whole_batch = budget.used >= client.config.calls_per_batch
+                if whole_batch and not report.chunks and not report.rejected:  # one chunk needs more than a batch
                     log.warning("LLM extraction of chunk %s skipped: it needed more than %d calls", chunk.id, budget.used)
                     processed.append(key)
                     report.rejected += 1
+                    client.usage.notes += 1
                 break
             except LLMError as exc:
-                log.warning("LLM extraction paused for %.0f s: %s", self._pause, exc)
-                self._paused_until = time.monotonic() + self._pause
-                self._pause = min(self._pause * 2, PAUSE_MAX)
+                pause = client.failed()
+                log.warning("LLM extraction through %s stopped%s: %s", client.name,
+                            f" for {pause:.0f} s" if pause else "", exc)
                 report.stopped = "LLM unavailable"
                 break
             except MalformedAnswer as exc:
                 log.warning("LLM answer for chunk %s skipped: %s", chunk.id, exc)
+                client.succeeded()
+                client.usage.notes += 1
                 report.rejected += 1
                 processed.append(key)
                 report.chunks += 1
                 continue
-            self._pause = PAUSE_MIN
+            client.succeeded()
+            client.usage.notes += 1
             report.applied += self._apply(store, chunk, operations, shown)
             processed.append(key)
             report.chunks += 1
-        report.calls = budget.used
+        after = client.usage.as_dict()
+        spent = {k: after[k] - before[k] for k in USAGE_FIELDS}
+        report.calls, report.prompt_tokens, report.completion_tokens, report.failures = (
+            spent["calls"], spent["prompt_tokens"], spent["completion_tokens"], spent["failures"])
+        totals = state.data.setdefault(USAGE_KEY, {}).setdefault(client.name, {})
+        for k, v in spent.items():
+            totals[k] = int(totals.get(k, 0)) + v
         mark.advance(processed)
         state.set_mark(STAGE, mark)
         state.save()
+        log.info("%s", report.text())
         return report
 
     def _apply(self, store: MemoryStore, chunk: MemoryRecord, ops: list[Operation], shown: dict[str, MemoryRecord]) -> int:
@@ -208,3 +256,12 @@ class LLMStage:
                 return len(facts) + len(extra) // 2
         finally:
             matcher.judging = True
+
+
+def slot_names(store: MemoryStore, project: str, now: Any, limit: int = VOCABULARY) -> list[tuple[str, str]]:
+    """The project's slot vocabulary: (subject, predicate) of its live facts, the most used first."""
+    counts: dict[tuple[str, str], int] = {}
+    for row in store.find(Filter().projects([project]).kinds(["fact"]).live(now, now)):
+        if row.subject and row.predicate:
+            counts[(row.subject, row.predicate)] = counts.get((row.subject, row.predicate), 0) + 1
+    return sorted(counts, key=lambda slot: (-counts[slot], slot))[:limit]

@@ -7,7 +7,8 @@ and `build_server` loops over them, adds the session brief (server/brief.py) and
 readable text. An argument the tool does not take is refused naming those it does; a
 `ChronomemError` becomes a one-line tool error; anything unexpected is logged to stderr and
 reported in one line, and the server stays up. Blocking work runs on a worker thread so the
-event loop keeps answering; after each call the consolidator gets its turn. On stdio a line that does not
+event loop keeps answering; after each call the consolidator gets its turn, and a client that offers sampling is
+handed to it (server/sampling.py) so it may ask the client's model for facts. On stdio a line that does not
 parse gets JSON-RPC's -32700 "Parse error" (or, when it reads as a request whose params hold a lone UTF-16
 surrogate or nest too deep, an invalid-params error for its id), and a line of JSON that is not a JSON-RPC
 message (`[]`, `42`, `{"foo": 1}`) gets -32600 "Invalid Request", instead of silence.
@@ -226,6 +227,8 @@ class ChronomemServer(MCPServer[Any]):
     #: A team server's clients (server/team.py): who each call is, and what it may do.
     team: Any = None
     svc: MemoryService | None = None
+    #: The consolidator's way to the client's model (server/sampling.py), None when sampling is off.
+    sampling: Any = None
 
     async def run_stdio_async(self) -> None:
         """mcp's stdio transport, with an answer to every line its JSON parser refuses (`unreadable_line_reply`).
@@ -270,6 +273,8 @@ class ChronomemServer(MCPServer[Any]):
         unknown = unknown_arguments(self, name, arguments)
         if unknown is not None:
             raise ToolError(f"invalid arguments for {name}: {unknown}")
+        if self.sampling is not None and context is not None:
+            self.sampling.capture(context)  # a client that offers sampling: the consolidator may ask its model
         if self.workspaces is not None and context is not None:
             arguments = await self.workspaces.fill_project(self, name, arguments, context)
         shown = None
@@ -380,6 +385,11 @@ def build_server(svc: MemoryService) -> MCPServer[Any]:
     )
     server.workspaces = workspaces
     server.svc = svc
+    if consolidator.sampling is not None:
+        from chronomem.server.sampling import SamplingBridge
+
+        server.sampling = SamplingBridge(consolidator.sampling)
+        consolidator.use_sampling(server.sampling)
     limiter = anyio.CapacityLimiter(4)
 
     async def run(spec: ToolSpec, arguments: dict[str, Any]) -> CallToolResult:
