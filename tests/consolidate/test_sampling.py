@@ -5,7 +5,8 @@ model is a small deterministic stand-in (`StandIn`): it reads the note out of th
 strict JSON operations the prompt asks for (ADD a package's version, or UPDATE the shown fact of it). The
 litellm transport, where a test wants one, is test_llm's OpenAI-protocol server on 127.0.0.1. Nothing leaves
 loopback. Waits are for something the server wrote (its consolidator state file), bounded by the test's
-deadline; no test asserts on how long anything took.
+deadline; no test asserts on how long anything took. The hourly budget is checked in process, with the same
+stand-in behind the consolidator's transport interface (an hour cannot pass in a test).
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp_types import CreateMessageResult, TextContent
+from mcp_types import CreateMessageRequestParams, CreateMessageResult, SamplingMessage, TextContent
 
+from chronomem.consolidate.extract_llm import Completion, SamplingConfig
+from chronomem.consolidate.runner import Consolidator
+from chronomem.server.sampling import usage_of
+from chronomem.tools import remember
 from tests.consolidate.test_llm import ID_LINE, llm
 from tests.server._server_helpers import READ_TIMEOUT, TEST_DEADLINE, call_ok, serve_args, server_env
 
-pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
 openai_server = llm  # test_llm's fixture (a local server speaking the OpenAI protocol), by its own name "llm"
 
@@ -120,6 +125,7 @@ async def facts_recalled(c: Client, query: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.anyio
 async def test_the_clients_model_reads_notes_the_rules_cannot(store, tmp_path, openai_server):
     """Sampling first: notes the rules do not read get facts from the client's model (with the slot vocabulary in
     the prompt), a litellm model configured beside it is not asked, and the counters say calls and tokens."""
@@ -156,6 +162,7 @@ async def test_the_clients_model_reads_notes_the_rules_cannot(store, tmp_path, o
 
 
 @pytest.mark.slow
+@pytest.mark.anyio
 async def test_without_sampling_or_litellm_the_rules_alone_extract(store, tmp_path):
     """A client that does not offer sampling and no litellm model: today's behaviour, no LLM stage at all."""
     with anyio.fail_after(TEST_DEADLINE):
@@ -169,6 +176,7 @@ async def test_without_sampling_or_litellm_the_rules_alone_extract(store, tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.anyio
 async def test_sampling_switched_off_is_never_used(store, tmp_path, openai_server):
     """CHRONOMEM_SAMPLING=off: a client that offers sampling is not asked; the litellm model the user set is."""
     fake, config = openai_server
@@ -189,6 +197,7 @@ async def test_sampling_switched_off_is_never_used(store, tmp_path, openai_serve
 
 
 @pytest.mark.slow
+@pytest.mark.anyio
 async def test_a_client_that_stops_answering_loses_no_note(store, tmp_path):
     """The client's model does not answer: the request times out, the note stays pending, nothing hangs; at the
     client's next call its model is asked again and the note gets its fact."""
@@ -207,3 +216,44 @@ async def test_a_client_that_stops_answering_loses_no_note(store, tmp_path):
             assert await versions(c) == [("2026.7.22", "current")]
     counted = usage(store, "sampling")
     assert counted["failures"] == 1 and counted["notes"] == 1 and counted["calls"] == len(model.prompts) == 2
+
+
+class LocalTransport:
+    """The same stand-in behind the consolidator's transport interface, in process (no MCP), for the budget."""
+
+    name = "sampling"
+
+    def __init__(self, model: StandIn) -> None:
+        self.model = model
+
+    def available(self) -> bool:
+        return True
+
+    def transient(self) -> tuple[type[BaseException], ...]:
+        return ()
+
+    def complete(self, messages: list[dict[str, str]]) -> Completion:
+        params = CreateMessageRequestParams(
+            messages=[SamplingMessage(role="user", content=TextContent(type="text", text=m["content"]))
+                      for m in messages if m["role"] != "system"],
+            system_prompt=messages[0]["content"], max_tokens=100,
+        )
+        result = anyio.run(self.model, None, params)
+        return Completion(result.content.text, *usage_of(result.meta))
+
+
+def test_the_hourly_budget_leaves_notes_pending_not_skipped(svc, clock):
+    """With one sampling call left in the hour, one note is read and the next waits: pending, not skipped."""
+    model = StandIn()
+    runner = Consolidator(svc, llm=None, sampling=SamplingConfig(calls_per_hour=1))
+    assert runner.use_sampling(LocalTransport(model))
+    for text, day in ((FIRST, "2024-05-01"), (SECOND, "2024-05-20")):
+        clock.advance(seconds=1)
+        remember(svc, text, valid_from=day)
+    steps = runner.run_to_completion()
+    asked = [s for s in steps if s.did == "extract llm"]
+    assert [s.counts["calls"] for s in asked] == [1] and "via sampling" in asked[0].detail
+    assert runner.pending_chunks()["llm"] == 1, "the second note waits for the next hour"
+    assert runner.usage()["sampling"]["calls"] == runner.usage()["sampling"]["notes"] == 1
+    assert runner.usage()["sampling"]["calls_per_note"] == 1.0
+    assert not Consolidator(svc, llm=None, sampling=SamplingConfig(enabled=False)).use_sampling(LocalTransport(model))
