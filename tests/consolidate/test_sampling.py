@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +31,16 @@ from chronomem.consolidate.runner import Consolidator
 from chronomem.server.sampling import usage_of
 from chronomem.tools import remember
 from tests.consolidate.test_llm import ID_LINE, llm
-from tests.server._server_helpers import READ_TIMEOUT, TEST_DEADLINE, call_ok, serve_args, server_env
+from tests.server._server_helpers import (
+    READ_TIMEOUT,
+    TEST_DEADLINE,
+    call_ok,
+    free_port,
+    full_env,
+    serve_args,
+    server_env,
+    stop,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -257,3 +268,47 @@ def test_the_hourly_budget_leaves_notes_pending_not_skipped(svc, clock):
     assert runner.usage()["sampling"]["calls"] == runner.usage()["sampling"]["notes"] == 1
     assert runner.usage()["sampling"]["calls_per_note"] == 1.0
     assert not Consolidator(svc, llm=None, sampling=SamplingConfig(enabled=False)).use_sampling(LocalTransport(model))
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_disconnected_client_is_not_waited_for(store, tmp_path):
+    """Streamable HTTP: a client's model reads its note between calls; the client leaves; another (without sampling)
+    writes a note. The server asks the gone client once, fails without a traceback, keeps the note pending and
+    goes on answering."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = free_port()
+    log_path = tmp_path / "server.log"
+    args = serve_args(store, "--transport", "http", "--host", "127.0.0.1", "--port", str(port))
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, *args], env=full_env(CHRONOMEM_SAMPLING_TIMEOUT="1"), cwd=tmp_path,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            with anyio.fail_after(TEST_DEADLINE):
+                while True:  # until it listens (or exits)
+                    assert proc.poll() is None, log_path.read_text(errors="replace")
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                        break
+                    except OSError:
+                        await anyio.sleep(0.05)
+                url = f"http://127.0.0.1:{port}/mcp"
+                model = StandIn()
+                async with Client(streamable_http_client(url), mode="legacy", read_timeout_seconds=READ_TIMEOUT,
+                                  sampling_callback=model) as gone:
+                    first = await call_ok(gone, "remember", {"content": FIRST, "valid_from": "2026-07-22"})
+                    await until(lambda: processed(store, "llm", first["id"]))
+                    assert await versions(gone) == [("2026.7.22", "current")]
+                async with Client(streamable_http_client(url), mode="legacy", read_timeout_seconds=READ_TIMEOUT) as c:
+                    second = await call_ok(c, "remember", {"content": SECOND, "valid_from": "2026-08-01"})
+                    await until(lambda: usage(store, "sampling").get("failures", 0) >= 1)
+                    assert not processed(store, "llm", second["id"]), "the note stays pending"
+                    assert await versions(c) == [("2026.7.22", "current")]  # the server answers on
+        finally:
+            stop(proc)
+    assert len(model.prompts) == 1, "the client that left was never reached"
+    assert usage(store, "sampling")["notes"] == 1
+    said = log_path.read_text(errors="replace")
+    assert "Traceback" not in said, said
+    assert "LLM extraction through sampling stopped" in said
