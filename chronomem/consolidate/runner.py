@@ -182,7 +182,7 @@ class Consolidator:
         """The model that would be asked now, or None (then the consolidator is today's rules alone)."""
         return self._llm_stage.client() if self._llm_stage is not None else None
 
-    def usage(self) -> dict[str, dict[str, int]]:
+    def usage(self) -> dict[str, dict[str, float]]:
         """Calls, tokens (when answers say them), notes and failures per LLM transport, over the store's life."""
         from chronomem.consolidate.stage_llm import usage_totals
 

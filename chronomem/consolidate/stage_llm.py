@@ -88,14 +88,14 @@ class LLMReport:
         )
 
 
-def usage_totals(state: ConsolidationState) -> dict[str, dict[str, int]]:
+def usage_totals(state: ConsolidationState) -> dict[str, dict[str, float]]:
     """Calls, tokens, notes and failures of each transport over the store's life, with calls and tokens per note."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, float]] = {}
     for name, raw in (state.data.get(USAGE_KEY) or {}).items():
-        row = {k: int(raw.get(k, 0)) for k in USAGE_FIELDS}
+        row: dict[str, float] = {k: int(raw.get(k, 0)) for k in USAGE_FIELDS}
         notes = row["notes"]
-        row["calls_per_note"] = round(row["calls"] / notes, 2) if notes else 0  # type: ignore[assignment]
-        row["tokens_per_note"] = round((row["prompt_tokens"] + row["completion_tokens"]) / notes, 1) if notes else 0  # type: ignore[assignment]
+        row["calls_per_note"] = round(row["calls"] / notes, 2) if notes else 0.0
+        row["tokens_per_note"] = round((row["prompt_tokens"] + row["completion_tokens"]) / notes, 1) if notes else 0.0
         out[name] = row
     return out
 
