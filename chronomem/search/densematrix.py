@@ -20,6 +20,11 @@ turns varied), the shortlist keeps 99.8% of the exact top 50; the returned score
 float32 ones.
 
 Without `os.pread` (Windows) or a writable store directory the float32 rows stay in memory.
+
+A matrix can also start from a snapshot (search/snapshot.py, `restore`): its codes, scales, projection and
+float32 rows as arrays over the snapshot file's memory map (copy-on-write: pages are the page cache's until
+written). Rows below the snapshot's count read their float32 values from it; rows appended after, from the
+spill file as above.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class DenseMatrix:
         self._projected_block = np.empty((0, PROJECTED_DIMS), dtype=np.float32)  # made with the axes
         self._file: Any = None
         self._exact: np.ndarray | None = None  # float32 rows when there is no spill file
+        self._base: np.ndarray | None = None  # float32 rows 0 … len(_base)-1 from a snapshot (`restore`)
         if spill_dir is not None and hasattr(os, "pread"):
             try:
                 self._file = tempfile.TemporaryFile(prefix="chronomem-vectors-", dir=spill_dir)  # noqa: SIM115 - open for the matrix's life (close())
@@ -152,12 +158,23 @@ class DenseMatrix:
     def rows(self, indices: np.ndarray) -> np.ndarray:
         """The float32 rows at `indices`, in that order (a fresh array)."""
         indices = np.asarray(indices, dtype=np.int64)
-        if self._exact is not None:
+        base = self._base
+        if base is not None and len(indices) and int(indices.max()) < len(base):
+            return base[indices]
+        if self._exact is not None and base is None:
             return self._exact[indices]
         out = np.empty((len(indices), self.dim), dtype=np.float32)
         width = self.dim * 4
+        later = np.ones(len(indices), dtype=bool)
+        if base is not None:
+            held = indices < len(base)
+            out[held] = base[indices[held]]
+            later = ~held
+        if self._exact is not None:
+            out[later] = self._exact[indices[later]]
+            return out
         fd = self._file.fileno()
-        for i, row in enumerate(indices.tolist()):
+        for i, row in zip(np.flatnonzero(later).tolist(), indices[later].tolist(), strict=True):
             data = os.pread(fd, width, row * width)
             if len(data) != width:
                 raise OSError(f"the spilled vectors end before row {row}")
@@ -225,6 +242,50 @@ class DenseMatrix:
                 exact = np.concatenate([exact, extra @ query])
         order = np.lexsort((first, -exact))[:k]  # best first; equal scores by row number
         return first[order], exact[order], vectors[order]
+
+
+    def state(self) -> dict[str, Any]:
+        """What a snapshot needs (search/snapshot.py), taken under the read index's lock: the count and references
+        to the arrays as they are. Rows below the count never change in place (a refit or a growth makes new
+        arrays), so the arrays stay valid for reading those rows after the lock is let go."""
+        return {
+            "matrix": self,
+            "n": self.n,
+            "codes": self._codes,
+            "scales": self._scales,
+            "axes": self._axes,
+            "fitted_at": self._fitted_at,
+            "projected": self._projected if self._axes is not None else None,
+            "projected_scales": self._projected_scales if self._axes is not None else None,
+        }
+
+    @classmethod
+    def restore(
+        cls,
+        dim: int,
+        spill_dir: Path | None,
+        n: int,
+        codes: np.ndarray,
+        scales: np.ndarray,
+        vectors: np.ndarray,
+        axes: np.ndarray | None,
+        fitted_at: int,
+        projected: np.ndarray | None,
+        projected_scales: np.ndarray | None,
+    ) -> DenseMatrix:
+        """A matrix of `n` rows from a snapshot's arrays (`codes`, `scales`, `projected*`: `n` rows or more, those
+        after `n` free capacity; `vectors`: the `n` float32 rows), used as they are (no copy)."""
+        matrix = cls(dim, spill_dir)
+        matrix.n = n
+        matrix._codes, matrix._scales = codes, scales
+        matrix._base = vectors
+        if matrix._exact is not None:
+            matrix._exact = np.zeros((len(scales), dim), dtype=np.float32)
+        if axes is not None and projected is not None and projected_scales is not None:
+            matrix._axes, matrix._fitted_at = axes, fitted_at
+            matrix._projected, matrix._projected_scales = projected, projected_scales
+            matrix._projected_block = np.empty((PROJECTED_BLOCK_ROWS, PROJECTED_DIMS), dtype=np.float32)
+        return matrix
 
 
 def int8_codes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -10,9 +10,12 @@ The module's functions serve the other readers (the consolidator's slot and near
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from chronomem.config import DEFAULT_READ_INDEX_ROWS
 from chronomem.records import MemoryRecord
@@ -20,6 +23,11 @@ from chronomem.search import lance
 from chronomem.search.candidates import CANDIDATE_POOL, Candidate
 from chronomem.search.terms import mentioned, row_terms
 from chronomem.storage import Filter, MemoryStore
+from chronomem.config import is_remote
+
+#: search/snapshot.py's switch (kept here too: that module, NumPy-heavy, is imported only when snapshots are on).
+SNAPSHOT_ENV = "CHRONOMEM_READ_INDEX_SNAPSHOT"
+_OFF = ("0", "false", "no", "off")
 
 Found = list[tuple[MemoryRecord, float]]
 
@@ -28,16 +36,32 @@ def open_store(
     path: Path | str, dim: int, embed_model: str, read_index_rows: int = DEFAULT_READ_INDEX_ROWS
 ) -> MemoryStore:
     """`MemoryStore.open` with this component's read index (built when the table has at most
-    `read_index_rows` rows; 0 turns it off) and its tokenizer, which writes each row's `terms`."""
-    return MemoryStore.open(
-        path, dim, embed_model, read_index_rows, build_read_index=_build_read_index, row_terms=row_terms
+    `read_index_rows` rows; 0 turns it off) and its tokenizer, which writes each row's `terms`.
+
+    A local store's read index starts from its snapshot when it has one it can trust (search/snapshot.py): loaded
+    here, at open, so the first search is answered by the index; its `Keeper` writes the next ones."""
+    keeper = None
+    if read_index_rows > 0 and not is_remote(path) and os.environ.get(SNAPSHOT_ENV, "1").strip().lower() not in _OFF:
+        from chronomem.search.snapshot import Keeper
+
+        keeper = Keeper(Path(path))
+    store = MemoryStore.open(
+        path, dim, embed_model, read_index_rows, build_read_index=partial(_build_read_index, keeper), row_terms=row_terms
     )
+    if keeper is not None:
+        keeper.preload(store)
+    return store
 
 
-def _build_read_index(table: object, dim: int, scan_limit: int, spill_dir: Path) -> object:
+def _build_read_index(keeper: Any, table: object, dim: int, scan_limit: int, spill_dir: Path | None) -> object:
     from chronomem.search.readindex import ReadIndex  # NumPy-heavy: imported off the start-up path
 
-    return ReadIndex.build(table, dim, scan_limit, spill_dir=spill_dir)
+    index = keeper.take(table, dim, spill_dir) if keeper is not None and spill_dir is not None else None
+    if index is None:
+        index = ReadIndex.build(table, dim, scan_limit, spill_dir=spill_dir)
+    if keeper is not None:
+        index.on_rows_gone = keeper.rows_gone
+    return index
 
 
 def vector_search(store: MemoryStore, vector: Sequence[float], flt: Filter, limit: int, with_vectors: bool = False) -> Found:

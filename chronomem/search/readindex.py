@@ -19,6 +19,10 @@ Kept in step with the table's version, never trusted blindly:
 Searches whose filter has a clause the index cannot evaluate (`Filter.ops` "sql"), and tables
 larger than CHRONOMEM_READ_INDEX_ROWS (2M; the copy costs ~1.6 kB of RAM per row), go to LanceDB as before.
 
+A copy can also start from a snapshot of itself written beside the table (search/snapshot.py: `state` gives
+what it holds, `restore` makes a copy of those arrays, memory-mapped), at the table version it reflects, and is
+then caught up by the same diff.
+
 Building one puts the process's BLAS on one thread (`one_blas_thread`): the dense search is a
 memory-bound matrix-vector product that a second thread barely speeds up, while OpenBLAS's idle
 threads spin on the core the next query's embedding needs (onnxruntime).
@@ -30,7 +34,7 @@ import logging
 import math
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -78,6 +82,8 @@ _TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 #: table with rows as a backup held them, so the copy still checks every column it serves.
 _OBJECT_COLUMNS = ("reason", "tags", "supersedes", "confidence", "revision_of", "paths", "commit")
 SYNC_COLUMNS = ["id", *_TIMES, "salience", *_OBJECT_COLUMNS]
+#: The per-row arrays beside the times (`_<name>`), as a snapshot holds them.
+_FLAG_ARRAYS = ("salience", "alive", "revision", "has_paths", "project", "kind", "lengths")
 
 
 def _row_terms(terms: str | None, content: str, kind: str) -> list[str]:
@@ -185,6 +191,35 @@ class _Postings:
             pending, self._pending = self._pending, []
             self._merge(*(np.concatenate(parts) for parts in zip(*pending, strict=True)))
 
+    def state(self) -> dict[str, Any]:
+        """The postings as arrays for a snapshot (taken under the index's lock; `merged_postings` finishes it
+        outside): the sorted block's arrays are replaced, never changed, by a merge; `df` and the tail are copied."""
+        self.settle()
+        t_tids, t_rows, t_tfs = array("i"), array("i"), array("i")
+        for tid, pairs in self.tail.items():
+            for row, tf in pairs:
+                t_tids.append(tid)
+                t_rows.append(row)
+                t_tfs.append(tf)
+        return {
+            "terms": list(self.vocab),  # insertion order is term id order
+            "ptr": self.ptr,
+            "rows": self.rows,
+            "tfs": self.tfs,
+            "df": self.df.copy(),
+            "tail": (np.array(t_tids, dtype=np.int32), np.array(t_rows, dtype=np.int32), np.array(t_tfs, dtype=np.float32)),
+        }
+
+    @classmethod
+    def restore(
+        cls, terms: list[str], ptr: np.ndarray, rows: np.ndarray, tfs: np.ndarray, df: np.ndarray
+    ) -> _Postings:
+        """Postings from a snapshot's arrays (the sorted block, every posting in it; no tail)."""
+        postings = cls()
+        postings.vocab = dict(zip(terms, range(len(terms)), strict=True))
+        postings.ptr, postings.rows, postings.tfs, postings.df = ptr, rows, tfs, df
+        return postings
+
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         tid = self.vocab.get(term)
         if tid is None:
@@ -211,6 +246,9 @@ class ReadIndex:
         self._spill_dir = spill_dir
         kept = [name for name in schema.names if name not in ("vector", TERMS_COLUMN)]  # terms: in the postings
         self._result_schema = pa.schema([schema.field(name) for name in kept])
+        self._table_metadata = dict(schema.metadata or {})  # the table's (schema version, model): a snapshot's identity
+        #: Called when a catch-up finds rows gone from the table (a purge): the snapshot holding them goes too.
+        self.on_rows_gone: Callable[[], None] | None = None
         self._lock = threading.RLock()
         self._clear()
 
@@ -243,6 +281,66 @@ class ReadIndex:
         self._masks: dict[tuple[Any, ...], tuple[int, int, int, int, np.ndarray]] = {}  # see `mask`
         self._length_sum = 0.0  # BM25's average length is this over the documents (rows never leave the copy)
         self._documents = 0  # rows with at least one term: BM25's document count (LanceDB's index has no others)
+
+    # ------------------------------------------------------------------ snapshots (search/snapshot.py)
+    def state(self) -> dict[str, Any]:
+        """What the copy holds, for a snapshot, taken under the lock in a few milliseconds: small arrays copied, large
+        ones by reference (rows below the count never change in place in them: `_replace` writes the times and
+        flags, which are copied), the result columns as the Arrow chunks and the changed rows not yet folded in.
+        `snapshot.write` finishes it (`merged_postings`, `result_table`) without the lock."""
+        with self._lock:
+            n = self._n
+            return {
+                "version": self.version,
+                "n": n,
+                "dim": self.dim,
+                "ids": self._ids[:n],
+                "times": {name: self._times[name][:n].copy() for name in _TIMES},
+                "flags": {name: getattr(self, f"_{name}")[:n].copy() for name in _FLAG_ARRAYS},
+                "codes": {column: list(codes) for column, codes in self._codes.items()},
+                "length_sum": self._length_sum,
+                "documents": self._documents,
+                "postings": self._postings.state(),
+                "dense": self._dense.state(),
+                "chunks": list(self._chunks),
+                "overrides": dict(self._overrides),
+                "schema": self._result_schema,
+                "table_metadata": self._table_metadata,
+            }
+
+    @classmethod
+    def restore(
+        cls,
+        dim: int,
+        schema: Any,
+        spill_dir: Path | None,
+        state: dict[str, Any],
+        dense: DenseMatrix,
+        postings: _Postings,
+        payload: Any,
+    ) -> ReadIndex:
+        """A copy from a snapshot: `state` as `state` gives it but with the arrays read back (times and flags of
+        `n` rows or more, those after `n` free capacity), `dense` and `postings` restored, `payload` the result
+        columns of the `n` rows as one Arrow table. Its version is the snapshot's: `catch_up` brings it on."""
+        index = cls(dim, schema, spill_dir)
+        n = int(state["n"])
+        if payload.num_rows != n or len(state["ids"]) != n or dense.n != n:
+            raise ValueError("the snapshot's parts disagree on the row count")
+        index._dense.close()
+        index._dense = dense
+        index._n = n
+        index._ids = list(state["ids"])
+        index._pos = dict(zip(index._ids, range(n), strict=True))
+        index._times = dict(state["times"])
+        for name in _FLAG_ARRAYS:
+            setattr(index, f"_{name}", state["flags"][name])
+        index._codes = {column: {value: code for code, value in enumerate(values)} for column, values in state["codes"].items()}
+        index._postings = postings
+        index._length_sum = float(state["length_sum"])
+        index._documents = int(state["documents"])
+        index._chunks = [payload]
+        index.version = int(state["version"])
+        return index
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -280,8 +378,8 @@ class ReadIndex:
             return
         new_cap = max(need, cap * 2)
         self._times = {k: resized(v, new_cap) for k, v in self._times.items()}
-        for name in ("_salience", "_alive", "_revision", "_has_paths", "_project", "_kind", "_lengths"):
-            setattr(self, name, resized(getattr(self, name), new_cap))
+        for name in _FLAG_ARRAYS:
+            setattr(self, f"_{name}", resized(getattr(self, f"_{name}"), new_cap))
 
     def _code(self, column: str, value: str) -> int:
         codes = self._codes[column]
@@ -433,6 +531,8 @@ class ReadIndex:
             gone[rows[known]] = False
             gone &= self._alive[: self._n]
             if gone.any():
+                if self.on_rows_gone is not None:
+                    self.on_rows_gone()
                 self._clear()
                 self._load(table, scan_limit)
                 self.version = version
@@ -759,6 +859,39 @@ class ReadIndex:
         if sort:
             out.sort(key=lambda pair: (-pair[1], pair[0].id))
         return out
+
+
+def merged_postings(state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of a `_Postings.state` as one sorted block (ptr, rows, tfs): its tail merged in (no lock needed)."""
+    ptr, rows, tfs = state["ptr"], state["rows"], state["tfs"]
+    t_tids, t_rows, t_tfs = state["tail"]
+    n_terms = len(state["terms"])
+    if not len(t_tids) and len(ptr) == n_terms + 1:
+        return ptr, rows, tfs
+    old_counts = np.diff(ptr)
+    all_tids = np.concatenate([np.repeat(np.arange(len(old_counts), dtype=np.int32), old_counts), t_tids])
+    order = np.argsort(all_tids, kind="stable")
+    merged_ptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(all_tids, minlength=n_terms), out=merged_ptr[1:])
+    return merged_ptr, np.concatenate([rows, t_rows])[order], np.concatenate([tfs, t_tfs])[order]
+
+
+def result_table(state: dict[str, Any]) -> Any:
+    """The result columns of a `ReadIndex.state`'s rows as one Arrow table, changed rows folded in (no lock needed)."""
+    import pyarrow as pa
+
+    schema, n = state["schema"], state["n"]
+    chunks = state["chunks"]
+    table = pa.concat_tables(chunks) if chunks else schema.empty_table()
+    table = table.slice(0, n)
+    overrides = {row: values for row, values in state["overrides"].items() if row < n}
+    if overrides:
+        rows = sorted(overrides)
+        changed = pa.Table.from_pylist([overrides[r] for r in rows], schema=schema)
+        mapping = np.arange(n, dtype=np.int64)
+        mapping[rows] = n + np.arange(len(rows), dtype=np.int64)
+        table = pa.concat_tables([table, changed]).take(pa.array(mapping))
+    return table.combine_chunks()
 
 
 def _fresh_copy(record: MemoryRecord) -> MemoryRecord:
