@@ -46,7 +46,13 @@ def open_store(
 
         keeper = Keeper(Path(path))
     store = MemoryStore.open(
-        path, dim, embed_model, read_index_rows, build_read_index=partial(_build_read_index, keeper), row_terms=row_terms
+        path,
+        dim,
+        embed_model,
+        read_index_rows,
+        build_read_index=partial(_build_read_index, keeper),
+        row_terms=row_terms,
+        quick_at_any_size=keeper is not None and keeper.present(),  # LanceDB opens at the first write, not here
     )
     if keeper is not None:
         keeper.preload(store)

@@ -322,6 +322,7 @@ class ReadIndex:
         """A copy from a snapshot: `state` as `state` gives it but with the arrays read back (times and flags of
         `n` rows or more, those after `n` free capacity), `dense` and `postings` restored, `payload` the result
         columns of the `n` rows as one Arrow table. Its version is the snapshot's: `catch_up` brings it on."""
+        one_blas_thread()  # as `build`: a loaded copy searches the same way
         index = cls(dim, schema, spill_dir)
         n = int(state["n"])
         if payload.num_rows != n or len(state["ids"]) != n or dense.n != n:

@@ -427,14 +427,21 @@ class Keeper:
         self._writing = threading.Lock()
 
     # -- loading (the store's build asks `take`)
+    def present(self) -> bool:
+        """Whether the store has a snapshot file (trusted or not: `load` decides)."""
+        return snapshot_path(self.directory).exists()
+
     def preload(self, store: Any) -> bool:
         """Load the snapshot for `store` now (its open: the first recall is then answered by the index), and hand it
         to the store's build; False when there is none to trust (the index is then built as without snapshots)."""
         self._store = weakref.ref(store)
         _register(self)
-        if store.read_index is not None or not snapshot_path(self.directory).exists():
+        if store.read_index is not None or not self.present():
             return False
-        index = self._load(store.table, store.dim, self.directory)
+        import lance  # pylance: what the store itself reads a table through until LanceDB is needed
+
+        table = lance.dataset(str(self.directory / f"{TABLE_NAME}.lance"))
+        index = self._load(table, store.dim, self.directory)
         if index is None:
             return False
         self._preloaded = index

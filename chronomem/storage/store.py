@@ -163,7 +163,9 @@ class MemoryStore:
         if handle is None:
             with self._open_lock:
                 if self._opened is None:
-                    db, self._session = _connect(self.path)
+                    index = self._read_index
+                    big = index is not None and index.rows > OPEN_BUILD_ROWS  # see `_build_read_index`
+                    db, self._session = _connect(self.path, LANCE_CACHE_BEHIND_INDEX if big else None)
                     if TABLE_NAME in db.list_tables().tables:  # not `_open_table`: it migrates, under a lock
                         table = db.open_table(TABLE_NAME)
                         self._check_schema(self.path, table.schema, self.dim)
@@ -211,6 +213,7 @@ class MemoryStore:
         read_index_rows: int = DEFAULT_READ_INDEX_ROWS,
         build_read_index: BuildReadIndex | None = None,
         row_terms: RowTerms | None = None,
+        quick_at_any_size: bool = False,
     ) -> MemoryStore:
         """Open the store at `path`, creating it (and the directory) if it does not exist.
 
@@ -222,6 +225,9 @@ class MemoryStore:
 
         `row_terms` (the search component's, `search.terms.row_terms`) makes each written row's `terms`; with it,
         rows that have none are given theirs here, under the write lock (one commit, as a migration).
+
+        `quick_at_any_size`: the caller has the read index ready to load (search/snapshot.py), so a table of any size
+        (up to `read_index_rows`) is opened through pylance alone (`_open_quick`).
         """
         os.environ.setdefault("LANCE_LOG", "error")
         # LanceDB warns on stderr about a future change of its index statistics: quiet by default
@@ -241,7 +247,7 @@ class MemoryStore:
                 f"{path} is not a chronomem store (it holds {', '.join(foreign[:3])}{', …' if len(foreign) > 3 else ''}): "
                 "point --store / CHRONOMEM_HOME at an empty directory or an existing store"
             )
-        quick = cls._open_quick(path, dim, embed_model, read_index_rows, build_read_index, row_terms)
+        quick = cls._open_quick(path, dim, embed_model, read_index_rows, build_read_index, row_terms, quick_at_any_size)
         if quick is not None:
             return quick
         try:
@@ -297,6 +303,7 @@ class MemoryStore:
         read_index_rows: int,
         build_read_index: BuildReadIndex | None,
         row_terms: RowTerms | None,
+        any_size: bool = False,
     ) -> MemoryStore | None:
         """Open an existing local store that needs nothing but reading, through pylance alone: its schema, version
         and row count, and the read index built from one scan, while the LanceDB table (whose import is ~1.5 s of
@@ -339,7 +346,7 @@ class MemoryStore:
         except Exception:
             log.debug("quick open of %s failed; opening through LanceDB", path, exc_info=True)
             return None
-        if not current or rows > min(read_index_rows, OPEN_BUILD_ROWS):
+        if not current or rows > (read_index_rows if any_size else min(read_index_rows, OPEN_BUILD_ROWS)):
             return None
         cls._check_schema(path, dataset.schema, dim)
         _check_ledger(path, int(dataset.version), rows)
@@ -440,7 +447,8 @@ class MemoryStore:
             from chronomem.malloc import release_free_memory, settle_heap
 
             if index.rows > OPEN_BUILD_ROWS:
-                self._reopen_table(LANCE_CACHE_BEHIND_INDEX)
+                if self._opened is not None:  # after a quick open, LanceDB opens later, with the small cache
+                    self._reopen_table(LANCE_CACHE_BEHIND_INDEX)
                 settle_heap()
             else:
                 release_free_memory()

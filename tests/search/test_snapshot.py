@@ -184,13 +184,21 @@ def test_writes_after_the_snapshot_by_this_process_and_another_are_seen_after_re
     reopened = opened(path, dim, True, monkeypatch)
     index = reopened.read_index
     assert index is not None and any(f"{ROWS} rows at version" in r.getMessage() for r in caplog.records)  # loaded
-    assert index.rows == ROWS + 90 and index.version == reopened.table.version  # then caught up by the diff
     rebuilt = opened(path, dim, False, monkeypatch)
     assert rebuilt.wait_for_read_index()
     assert answers(reopened, embedder) == answers(rebuilt, embedder)
+    assert index.rows == ROWS + 90 and index.version == reopened.table.version  # caught up by the diff at first use
     found = {r.id for r in reopened.find(Filter().ids([r.id for r in ours + theirs]), limit=200)}
     assert found == {r.id for r in ours + theirs}
     assert reopened.find(Filter().ids([ours[0].id]), limit=1)[0].invalid_at == T0 + timedelta(days=1)
+
+    # and the reopened store (opened through pylance, LanceDB at its first write) keeps its copy in step
+    later = make_rows(base, 30, seed=5)
+    reopened.add(later)
+    assert index.rows == ROWS + 120 and reopened.read_index is index
+    rebuilt = opened(path, dim, False, monkeypatch)
+    assert rebuilt.wait_for_read_index()
+    assert answers(reopened, embedder) == answers(rebuilt, embedder)
 
 
 def _damage_truncate(path: Path) -> None:
