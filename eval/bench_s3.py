@@ -96,8 +96,28 @@ def _writer(store: str, tag: str, count: int, env: dict[str, str], ready: Any, g
     results.put((tag, done, started, time.perf_counter()))
 
 
+def _version(store: str) -> int:
+    """The `memories` table's newest version (every commit makes one)."""
+    import lancedb
+
+    from chronomem.config import is_remote, parse_store
+
+    location = parse_store(store)
+    options = location.storage_options() if is_remote(location) else None  # type: ignore[union-attr]
+    return int(lancedb.connect(str(location), storage_options=options or None).open_table("memories").version)
+
+
+def _load_sampler(samples: list[float], stop: Any) -> None:
+    while not stop.wait(2.0):
+        samples.append(os.getloadavg()[0])
+
+
 def many_writers(store: str, writers: int, count: int, env: dict[str, str]) -> dict[str, Any]:
-    """`writers` processes, `count` remembers each, released together: commits per second over the whole run."""
+    """`writers` processes, `count` remembers each, released together: notes (acknowledged remembers) and LanceDB
+    commits (table versions made) per second over the whole run — several notes per commit when they are grouped
+    (storage/groupcommit.py) — and the 1-minute load average sampled every 2 s meanwhile."""
+    import threading
+
     ctx = mp.get_context("spawn")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     procs = [ctx.Process(target=_writer, args=(store, f"w{n}", count, env, ready, go, results)) for n in range(writers)]
@@ -105,14 +125,25 @@ def many_writers(store: str, writers: int, count: int, env: dict[str, str]) -> d
         p.start()
     for _ in procs:
         ready.get(timeout=300)
+    before = _version(store)
+    loads: list[float] = [os.getloadavg()[0]]
+    stop = threading.Event()
+    sampler = threading.Thread(target=_load_sampler, args=(loads, stop), daemon=True)
+    sampler.start()
     go.set()
     finished = [results.get(timeout=1800) for _ in procs]
+    stop.set()
+    loads.append(os.getloadavg()[0])
     for p in procs:
         p.join()
     first, last = min(f[2] for f in finished), max(f[3] for f in finished)
     total = sum(f[1] for f in finished)
-    return {"writers": writers, "commits": total, "seconds": round(last - first, 2),
-            "commits_per_s": round(total / (last - first), 2)}
+    commits = _version(store) - before
+    seconds = last - first
+    return {"writers": writers, "notes": total, "commits": commits, "seconds": round(seconds, 2),
+            "notes_per_s": round(total / seconds, 2), "commits_per_s": round(commits / seconds, 2),
+            "notes_per_commit": round(total / max(commits, 1), 2),
+            "load_1min": [round(min(loads), 2), round(max(loads), 2)]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", default="1,2,4")
     parser.add_argument("--s3-ms", type=float, default=20.0, help="assumed per-request latency of a cloud bucket")
     parser.add_argument("--out", default=str(REPO / "eval" / "results"))
+    parser.add_argument("--backends", default="local,s3", help="local,s3 or one of them (the report needs both)")
+    parser.add_argument("--no-single", action="store_true", help="skip the one-process latencies")
     args = parser.parse_args(argv)
     writer_counts = [int(w) for w in args.writers.split(",")]
 
@@ -136,25 +169,30 @@ def main(argv: list[str] | None = None) -> int:
                               "backends": {}}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for backend in ("local", "s3"):
+            for backend in args.backends.split(","):
                 def fresh() -> str:
                     name = uuid.uuid4().hex[:8]
                     return f"{tmp}/{name}" if backend == "local" else f"s3://bench/{name}"
 
                 print(f"[{backend}] single writer", file=sys.stderr, flush=True)
-                row: dict[str, Any] = {"single": single_writer(fresh(), args.ops, endpoint if backend == "s3" else None)}
+                row: dict[str, Any] = {} if args.no_single else {
+                    "single": single_writer(fresh(), args.ops, endpoint if backend == "s3" else None)}
                 row["writers"] = []
                 for n in writer_counts:
                     store = fresh()
                     _service(store)  # created before the writers start: they measure commits, not creation
                     print(f"[{backend}] {n} writer(s)", file=sys.stderr, flush=True)
                     row["writers"].append(many_writers(store, n, args.writes, env))
+                    print(f"[{backend}] {json.dumps(row['writers'][-1])}", file=sys.stderr, flush=True)
                 report["backends"][backend] = row
     finally:
         server.kill()
         server.wait()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if set(report["backends"]) != {"local", "s3"} or args.no_single:
+        print(json.dumps(report, indent=2))  # a partial run: printed, the results files are left alone
+        return 0
     (out / "s3.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / "s3.md").write_text(render(report) + "\n")
     print(render(report))
@@ -180,9 +218,12 @@ def render(report: dict[str, Any]) -> str:
         kinds = ", ".join(f"{k} {v:g}" for k, v in b.get("requests", {}).items())
         lines.append(f"| {op} | {a['p50_ms']} / {a['p95_ms']} | {b['p50_ms']} / {b['p95_ms']} | "
                      f"{b.get('requests_total', 0):g} ({kinds}) | {b['p50_ms'] + b.get('requests_total', 0) * ms:.0f} |")
-    lines += ["", "| writers | local commits/s | local S3 commits/s |", "|---|---|---|"]
+    lines += ["", "| writers | local notes/s (commits/s) | local S3 notes/s | local S3 commits/s | notes per commit | "
+              "load 1-min (min-max) local / S3 |", "|---|---|---|---|---|---|"]
     for a, b in zip(local["writers"], s3["writers"], strict=True):
-        lines.append(f"| {a['writers']} | {a['commits_per_s']} | {b['commits_per_s']} |")
+        lines.append(f"| {a['writers']} | {a['notes_per_s']} ({a['commits_per_s']}) | {b['notes_per_s']} | "
+                     f"{b['commits_per_s']} | {b['notes_per_commit']} | {'-'.join(map(str, a['load_1min']))} / "
+                     f"{'-'.join(map(str, b['load_1min']))} |")
     return "\n".join(lines)
 
 

@@ -2,7 +2,8 @@
 (storage/remote.py, conditional creates in the bucket) for a store in object storage.
 
 Both answer `acquire(timeout=…)` (raising `filelock.Timeout` when held elsewhere past the timeout; 0: try once)
-and `release()`, and work as context managers.
+and `release()`, and work as context managers. A shared store's write lock (`groupcommit.WriteLock`) takes its lease
+only when the write needs it, and lets small appends that wait for it be committed together.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ def store_lock(location: StoreLocation, name: str) -> Any:
         from chronomem.storage.remote import Lease, objects_of
 
         assert isinstance(location, StoreURI)
+        if name == WRITE_LOCK_NAME:  # deferred, with group commit of small appends (storage/groupcommit.py)
+            from chronomem.storage.groupcommit import WriteLock
+
+            return WriteLock(objects_of(location))
         return Lease(objects_of(location), name.strip(".").replace(".lock", ""))
     from filelock import FileLock
 

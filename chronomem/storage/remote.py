@@ -20,6 +20,9 @@ numbered generations `<gen>.lease` under `_chronomem/leases/<name>/`:
   timeout counts only while the line ahead of it does not move: a writer's wait for its turn behind others is
   not a stuck holder (4 writers x 200 on two loaded cores refused one remember after 30 s of waiting in all:
   eval/results/s3.md);
+- `look` and `take_if_free` (`try_acquire`: both) take a free lease in one look, without queueing or waiting: a
+  group commit's waiter (storage/groupcommit.py) waits for its note's commit, not for the lease. A held
+  generation's expiry is read once (one GET) and kept: a generation's expiry never changes;
 - fencing: right before each commit the holder calls `ensure_held()`. With more than a third of its lease
   left (the renewal thread keeps it so) that is a clock read; nearer its expiry — the process was paused, its
   renewal did not run — it renews there and then, and creating `<gen+1>.lease` succeeds only if nobody took
@@ -41,6 +44,7 @@ import socket
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from filelock import Timeout
@@ -142,6 +146,16 @@ class Objects:
         except FileNotFoundError:
             pass
 
+    def delete_many(self, names: list[str]) -> None:
+        """Delete the objects `names` (one bulk request on S3; a missing one is no error)."""
+        import obstore
+
+        keys = [self.key(n) for n in names]
+        try:
+            obstore.delete(self.store, keys)
+        except FileNotFoundError:
+            pass
+
     def names(self, under: str) -> list[str]:
         """Names (relative to `under`) of the objects below the folder `under`."""
         return list(self.entries(under))
@@ -238,6 +252,16 @@ class LeaseLost(StoreError):
     """This holder's lease expired (its process stalled) and another holder may have taken it: no commit."""
 
 
+@dataclass(frozen=True)
+class LeaseLook:
+    """What one look at a lease saw (`Lease.look`)."""
+
+    newest: int
+    released: bool
+    names: tuple[str, ...]
+    waiting: frozenset[str]
+
+
 class Lease:
     """A named lease on one store, held by at most one process on any machine (the protocol: module docstring)."""
 
@@ -251,6 +275,7 @@ class Lease:
         self._depth = 0
         self._listed: list[str] = []
         self._entries: dict[str, float] = {}
+        self._seen: tuple[int, float] = (-1, 0.0)  # (a held generation, its expiry) read by `_lapsed`
         self._want: str | None = None
         self._want_put = 0.0
         self._renewer: threading.Thread | None = None
@@ -275,6 +300,41 @@ class Lease:
             elif ext == "done":
                 done.add(int(stem))
         return newest, newest == 0 or newest in done
+
+    def look(self) -> LeaseLook:
+        """One look at the lease (one LIST): its newest generation, whether released, who waits for it."""
+        newest, released = self._state()
+        return LeaseLook(newest, released, tuple(self._listed), frozenset(self._waiting_ahead()))
+
+    def try_acquire(self) -> bool:
+        """Take the lease if it is free (or its holder let it expire) and nobody queued for it; never wait."""
+        return self.generation is not None or self.take_if_free(self.look())
+
+    def take_if_free(self, look: LeaseLook) -> bool:
+        """After `look`: take the lease when it was free and nobody waited for it (True when now ours)."""
+        if look.waiting or not (look.released or self._lapsed(look.newest)):
+            return False
+        if not self._take(look.newest + 1):
+            return False
+        self.generation = look.newest + 1
+        self._depth = 1
+        self._clean(look.newest + 1)
+        self._start_renewing()
+        return True
+
+    def _lapsed(self, generation: int) -> bool:
+        """Whether held generation `generation` has expired: its expiry is read once (one GET) and kept, since a
+        generation's expiry never changes (a renewal makes the next one)."""
+        if self._seen[0] != generation:
+            raw = self.objects.get(f"{self.folder}/{generation:012d}.lease")
+            if raw is None:
+                return True  # deleted by a newer holder: the listing was old
+            try:
+                expires = float(json.loads(raw)["expires"])
+            except (ValueError, KeyError, TypeError):
+                return True
+            self._seen = (generation, expires)
+        return self._seen[1] < time.time()
 
     def _expired(self, generation: int) -> bool:
         raw = self.objects.get(f"{self.folder}/{generation:012d}.lease")
@@ -338,7 +398,7 @@ class Lease:
                 try:
                     newest, released = self._state()
                     waiting = self._waiting_ahead()
-                    if (released or self._expired(newest)) and not waiting:
+                    if not waiting and (released or self._lapsed(newest)):
                         if self._take(newest + 1):
                             self.generation = newest + 1
                             self._depth = 1
@@ -418,10 +478,10 @@ class Lease:
         """Delete generations older than the one before ours (best effort: they only cost a listing), from the
         listing `_take` just made."""
         try:
-            for name in self._listed:
-                stem = name.partition(".")[0]
-                if stem.isdigit() and int(stem) < generation - 1:
-                    self.objects.delete(f"{self.folder}/{name}")
+            old = [f"{self.folder}/{name}" for name in self._listed
+                   if name.partition(".")[0].isdigit() and int(name.partition(".")[0]) < generation - 1]
+            if old:
+                self.objects.delete_many(old)
         except Exception:
             log.debug("lease clean-up failed", exc_info=True)
 

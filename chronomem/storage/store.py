@@ -154,6 +154,7 @@ class MemoryStore:
         self.last_optimize_seconds: float | None = None
         #: The `usage` side table: recall hits and restatements, never written into the rows.
         self.usage = UsageLog(path, lambda: _connect(path)[0])
+        self._objects: Any = None  # a shared store's objects beside the table (its acknowledgement record)
 
     @property
     def _handle(self) -> Any:
@@ -194,10 +195,22 @@ class MemoryStore:
         """The LanceDB table at its newest version: reloaded when another handle (another process, the CLI) has
         committed since this one last looked — a `stat` or two (`CommitWatch`), where LanceDB's own check on
         every operation reads the newest manifest."""
+        if self.remote:
+            self._under_lease()
         if self._commits.moved(self._version):
             self._handle.checkout_latest()
             self._version = self._handle.version
         return self._handle
+
+    def _under_lease(self) -> None:
+        """A read or a commit of a shared store by a thread holding its write lock: the lease is taken first, so a
+        read-modify-write reads what no other writer changes before its commit (storage/groupcommit.py)."""
+        from chronomem.storage.groupcommit import held_write_lock
+
+        lock = held_write_lock(self.path)
+        if lock is not None:
+            lock.bind(self)
+            lock.upgrade()
 
     def _now_at(self, version: int | None = None) -> None:
         """Our handle committed `version` (None: a write that does not say; ask the handle)."""
@@ -483,6 +496,8 @@ class MemoryStore:
 
     def _index_for_reading(self) -> ReadIndex | None:
         """The read index brought to the table's current version, or None (not built, too big, failed)."""
+        if self.remote:
+            self._under_lease()
         index = self._read_index
         if index is None:
             return None  # the LanceDB search that follows starts the build when it is done
@@ -668,10 +683,41 @@ class MemoryStore:
         return data
 
     def add(self, records: Sequence[MemoryRecord]) -> None:
-        """Append new rows in one commit."""
+        """Append new rows in one commit (on a shared store, a small append that is its write's first step may be
+        committed together with other writers' waiting ones: storage/groupcommit.py)."""
         if records:
             data = self._arrow(records)
+            if self.remote and self._append_grouped(data):
+                return
             self._commit(data, lambda: self._table.add(data))
+
+    def _append_grouped(self, data: Any) -> bool:
+        """Commit `data` through the shared store's group commit when the calling thread holds the write lock without
+        its lease yet (nothing read under it) and the rows are few; False: commit it directly."""
+        from chronomem.storage.groupcommit import can_group, held_write_lock
+
+        lock = held_write_lock(self.path)
+        if lock is None or lock.leased or not can_group(data):
+            return False
+        if lock.append(self, data) is None:  # committed by another writer: our handle catches up at its next read
+            self.commits_since_optimize += 1
+        return True
+
+    def commit_rows(self, data: Any, acknowledged: Sequence[str]) -> int:
+        """Append prepared rows (`write_schema`, terms made) in one commit under the write lease, read them back, and
+        record `acknowledged` (those of their ids whose acknowledgement is this commit's) — for the group commit."""
+        version = int(self._guard(lambda: self._table.add(data)).version)
+        self._after_write(data, version)
+        self._acknowledge(data, version, acknowledged)
+        return version
+
+    def current_version(self) -> int:
+        """The table's newest version."""
+        return int(self._table.version)
+
+    def write_schema(self) -> Any:
+        """The Arrow schema rows are written in."""
+        return memories_schema(self.dim, self.embed_model)
 
     def add_arrow(self, table: Any) -> None:
         """Append a prepared Arrow table (the table's columns, vectors as fixed-size lists) in one commit.
@@ -733,6 +779,8 @@ class MemoryStore:
     def _guard(self, write: Callable[[], _Found]) -> _Found:
         """Run a write (after the fence: a lapsed lease refuses it); a full disk, a quota, a read-only or forbidden
         store becomes its one-line StoreError."""
+        if self.remote:
+            self._under_lease()
         self.fence()
         try:
             return write()
@@ -762,7 +810,7 @@ class MemoryStore:
         self._after_write(data, version)
         self._acknowledge(data, version)
 
-    def _acknowledge(self, data: Any, version: int | None = None) -> None:
+    def _acknowledge(self, data: Any, version: int | None = None, acknowledged: Sequence[str] | None = None) -> None:
         """Read our rows back from the committed version, then record it in the ledger (storage/ledger.py).
 
         The rows a commit writes are the table's last ones at that version (an append's fragments, and a
@@ -783,14 +831,31 @@ class MemoryStore:
                 f"a write committed as version {version} of the store at {self.path} does not read back "
                 f"({error_line(exc)}): it is not acknowledged; {recovery_hint(self.path)}"
             ) from exc
-        if self.remote:
-            return  # no local ledger for a shared store: Lance's conditional commit is the acknowledgement
+        if self.remote:  # no local ledger: an acknowledgement object in the bucket, that `doctor` checks
+            record = ids if acknowledged is None else list(acknowledged)
+            if record:
+                self._record_remote_ack(version, record)
+            return
         try:
             ledger.acknowledge(self.path, version, total, ids)
         except OSError as exc:
             raise resource_error(self.path, exc) or StoreError(
                 f"version {version} of the store at {self.path} is committed but its acknowledgement could not be "
                 f"recorded ({exc.strerror or exc})"
+            ) from exc
+
+    def _record_remote_ack(self, version: int, ids: Sequence[str]) -> None:
+        from chronomem.storage.groupcommit import new_stem, record_ack
+        from chronomem.storage.remote import explain, objects_of
+
+        if self._objects is None:
+            self._objects = objects_of(self.path)  # type: ignore[arg-type]
+        try:
+            record_ack(self._objects, new_stem(), version, ids, "direct")
+        except Exception as exc:
+            raise StoreError(
+                f"version {version} of the store at {self.path} is committed but its acknowledgement could not be "
+                f"recorded ({explain(self.path, exc)})"
             ) from exc
 
     def _read_back(self, handle: Any, version: int, ids: Sequence[str]) -> int:

@@ -1,0 +1,344 @@
+"""Group commit on a shared store (object storage): the write lock of a store in a bucket, and how notes that wait
+for it are committed together — one LanceDB commit for every note queued while another writer held the lease.
+
+The service takes the store's write lock (`store_lock(…, WRITE_LOCK_NAME)`, which for a shared store is a
+`WriteLock` here) around each logical write. Taking it is *deferred*: no request is made until the write needs
+the cross-machine lease (storage/remote.py). The first read of the store, or the first commit other than a small
+append, under the lock takes the lease there and then (`WriteLock.upgrade`, called by `MemoryStore`): a
+read-modify-write (slot resolution, forget, the consolidator) holds the lease from its first read, as before.
+A small append that comes first (a plain `remember`: its row was made from nothing read under the lock) goes
+through `append` instead:
+
+- the writer looks at the lease once; free (a lone writer): it takes the lease and commits its rows, together
+  with whatever is queued, at once — no waiting for a batch to fill;
+- held: it uploads its prepared rows (Arrow IPC, terms already made) as one object `_chronomem/queue/<stem>.arrow`
+  and waits, looking at the lease's folder (one LIST a look): whenever the lease changes hands it looks whether
+  its entry is still queued (one HEAD), and when the lease is free it takes it and commits the queue itself. It
+  returns only once its rows are committed: its entry is gone from the queue (the holder deletes an entry only
+  after its commit is read back and acknowledged), or its own commit was read back;
+- the holder of the lease (`fold`) lists the queue, reads every entry, and commits them, with its own rows, in
+  one LanceDB commit; then, in this order: the commit read back, its acknowledgement written
+  (`_chronomem/acks/<stem>.json`: the version and every id in it), the entries and its fold intent deleted (one
+  bulk delete). Any holder of the write lease folds the queue before releasing it (`WriteLock.release`), so a
+  queued note never waits behind holders that do not append.
+
+Exactly once. Before committing queued entries the holder writes a fold intent `_chronomem/queue/~fold-….json`
+naming them; it is deleted with them. An intent found by the next holder (its writer crashed, lost its lease, or
+its commit failed without saying whether it landed — a request timed out) makes that holder check the entries it
+names against the table by id (`MemoryStore.ids_exist`): one whose rows are there is acknowledged at the table's
+version and deleted, never committed again. An entry's rows are committed in one commit, so a note is either
+wholly visible or not at all; a writer killed after uploading leaves an entry that the next holder commits
+(present, never acknowledged to anyone). What remains is the lease's own (storage/remote.py): a holder paused
+longer than its lease had left between its fence and its commit's request.
+
+Acknowledgements (`_chronomem/acks/`) are the store's remote acknowledgement record: every commit of new rows on
+a shared store writes one (a fold's, a direct commit's: `MemoryStore._acknowledge`), and `chronomem doctor`
+checks that every id they name is in the table (storage/doctor.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from chronomem.config import StoreURI
+from chronomem.errors import StoreError
+from chronomem.records import utcnow
+from chronomem.storage.remote import META_PREFIX, Lease, LeaseTimeout, Objects, explain
+
+
+class MemoryStore(Protocol):
+    """What the group commit needs of `store.MemoryStore` (which imports this module, not the reverse)."""
+
+    fence: Callable[[], None]
+
+    def ids_exist(self, ids: Sequence[str]) -> set[str]: ...
+
+    def current_version(self) -> int: ...
+
+    def write_schema(self) -> Any: ...
+
+    def commit_rows(self, data: Any, acknowledged: Sequence[str]) -> int: ...
+
+log = logging.getLogger(__name__)
+
+#: Where waiting writers put their prepared rows, and where acknowledgements go.
+QUEUE = f"{META_PREFIX}/queue"
+ACKS = f"{META_PREFIX}/acks"
+#: An append of at most this many rows (and `GROUP_MAX_BYTES`) may be grouped; larger ones (an import) take the lease.
+GROUP_MAX_ROWS = 64
+GROUP_MAX_BYTES = 4 * 2**20
+#: At most this many queued entries go into one commit (the rest wait for the next).
+FOLD_MAX_ENTRIES = 256
+#: Longest pause between two looks of a waiting writer at the lease (each a LIST).
+MAX_WAIT_POLL = 0.1
+#: A waiter looks for its acknowledgement at least this often even if the lease's folder did not change.
+ACK_CHECK_SECONDS = 1.0
+
+_held = threading.local()  # uri -> the WriteLock this thread holds (deferred or not)
+
+
+def held_write_lock(location: Any) -> WriteLock | None:
+    """The shared store's write lock that the calling thread holds on `location`, if any."""
+    locks = getattr(_held, "locks", None)
+    if not locks or not isinstance(location, StoreURI):
+        return None
+    return locks.get(location.uri)
+
+
+class WriteLock:
+    """The write lock of a store in object storage: the `write` lease, taken only when needed (module docstring).
+
+    Answers `acquire(timeout)` / `release()` like a `FileLock` (reentrant within a thread), and `ensure_held()`
+    (the fence before each commit). As a context manager it takes the lease at once."""
+
+    def __init__(self, objects: Objects, seconds: float | None = None) -> None:
+        self.objects = objects
+        self.lease = Lease(objects, "write", seconds)
+        self.timeout = -1.0
+        self._depth = 0
+        self._store: MemoryStore | None = None
+        #: Set while `append` runs the store's fence for the checks beside the write lease (the consolidator's).
+        self._grouping = False
+
+    @property
+    def is_locked(self) -> bool:
+        return self._depth > 0
+
+    @property
+    def leased(self) -> bool:
+        """Whether this holder has taken the lease (not only the deferred lock)."""
+        return self.lease.is_locked
+
+    def acquire(self, timeout: float = -1) -> WriteLock:
+        """Hold the lock in this thread; the lease itself is taken by `upgrade` (or an append's group commit)."""
+        self._depth += 1
+        if self._depth == 1:
+            self.timeout = timeout
+            locks = getattr(_held, "locks", None)
+            if locks is None:
+                locks = _held.locks = {}
+            locks[self.objects.location.uri] = self
+        return self
+
+    def bind(self, store: MemoryStore) -> None:
+        """The store whose commits this lock's holder makes (its queue is folded into it at release)."""
+        self._store = store
+
+    def upgrade(self) -> None:
+        """Take the lease now, if this holder has not (a read or a commit under the lock needs it)."""
+        if self._depth == 0 or self.lease.is_locked:
+            return
+        try:
+            self.lease.acquire(timeout=self.timeout)
+        except LeaseTimeout:
+            raise StoreError(
+                f"another process has held the write lock of {self.objects.location} for {self.timeout:.0f} s; "
+                "retry, or check for a stuck chronomem process"
+            ) from None
+
+    def ensure_held(self) -> None:
+        """The fence before a commit: the lease taken, and still ours (`Lease.ensure_held`)."""
+        if self._grouping and not self.lease.is_locked:
+            return  # an append's group commit: its own path takes the lease or waits for an acknowledgement
+        self.upgrade()
+        self.lease.ensure_held()
+
+    def release(self) -> None:
+        if self._depth == 0:
+            return
+        self._depth -= 1
+        if self._depth:
+            return
+        locks = getattr(_held, "locks", {})
+        locks.pop(self.objects.location.uri, None)
+        if self.lease.is_locked:
+            try:
+                if self._store is not None:
+                    fold(self._store, self.objects, self.lease, None)
+            except Exception:  # the queue waits for the next holder (its writers keep looking)
+                log.warning("could not commit the queued notes before releasing the write lease", exc_info=True)
+            finally:
+                self.lease.release()
+        self._store = None
+
+    def __enter__(self) -> WriteLock:
+        self.acquire()
+        self.upgrade()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    # ------------------------------------------------------------------ the group commit
+    def append(self, store: MemoryStore, data: Any) -> int | None:
+        """Commit `data` (new rows, terms made) in a group commit; return once they are committed and acknowledged.
+        The version they were committed in (None: by another writer, at the version its acknowledgement says)."""
+        self.bind(store)
+        self._grouping = True
+        try:
+            store.fence()  # the checks beside the write lease (a consolidator's): a lapsed one refuses the write
+        finally:
+            self._grouping = False
+        lease = self.lease
+        try:
+            if lease.is_locked or lease.try_acquire():
+                return fold(store, self.objects, lease, data)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise explain(self.objects.location, exc) from exc
+        stem = f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
+        try:
+            self.objects.put(f"{QUEUE}/{stem}.arrow", to_ipc(data))
+        except Exception as exc:
+            raise explain(self.objects.location, exc) from exc
+        return self._wait(store, stem)
+
+    def _wait(self, store: MemoryStore, stem: str) -> int | None:
+        """Wait until entry `stem` is acknowledged (its version) or this writer takes the lease and commits it."""
+        lease = self.lease
+        entry = f"{QUEUE}/{stem}.arrow"
+        timeout = self.timeout
+        deadline = None if timeout < 0 else time.monotonic() + timeout
+        seen: frozenset[str] | None = None
+        checked = time.monotonic()
+        pause = 0.01
+        while True:
+            try:
+                look = lease.look()
+                names = frozenset(n for n in look.names if not n.startswith("want-"))
+                if names != seen or time.monotonic() - checked >= ACK_CHECK_SECONDS:
+                    if seen is not None and deadline is not None and names != seen:
+                        deadline = time.monotonic() + timeout  # the lease changed hands: the line moves
+                    seen, checked = names, time.monotonic()
+                    if not self.objects.exists(entry):  # gone from the queue: committed and acknowledged
+                        return None
+                if lease.take_if_free(look):
+                    version = fold(store, self.objects, lease, None)
+                    if self.objects.exists(entry):  # left in the queue (it did not parse): never acknowledged
+                        raise StoreError(
+                            f"a queued note of {self.objects.location} ({stem}) could not be committed: it is not "
+                            "acknowledged; retry it"
+                        )
+                    return version
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise explain(self.objects.location, exc) from exc
+            if deadline is not None and time.monotonic() >= deadline:
+                raise StoreError(
+                    f"another process has held the write lock of {self.objects.location} for {timeout:.0f} s "
+                    "without committing the queued notes; this note was not acknowledged (it may still be committed "
+                    "by the next holder): retry, or check for a stuck chronomem process"
+                )
+            time.sleep(pause)
+            pause = min(pause * 1.5, MAX_WAIT_POLL)
+
+
+def can_group(data: Any) -> bool:
+    """Whether an append of `data` is small enough to go through the queue."""
+    return 0 < data.num_rows <= GROUP_MAX_ROWS and data.nbytes <= GROUP_MAX_BYTES
+
+
+def to_ipc(data: Any) -> bytes:
+    import pyarrow as pa
+
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write_table(data)
+    return sink.getvalue()
+
+
+def from_ipc(raw: bytes) -> Any:
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(raw).read_all()
+
+
+def record_ack(objects: Objects, stem: str, version: int, ids: Sequence[str], by: str = "") -> None:
+    """Write the acknowledgement `stem` of rows `ids` committed in `version` (overwrites: writing one twice is
+    harmless)."""
+    body = {"version": int(version), "ids": list(ids), "at": utcnow().isoformat(), "by": by}
+    objects.put(f"{ACKS}/{stem}.json", json.dumps(body, separators=(",", ":")).encode())
+
+
+def new_stem() -> str:
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
+
+
+def fold(store: MemoryStore, objects: Objects, lease: Lease, own: Any) -> int | None:
+    """Under the write lease: commit `own` rows (or None) and every queued entry in one LanceDB commit, then
+    acknowledge them and delete the entries (module docstring for the order). The version committed (None when
+    nothing was)."""
+    import pyarrow as pa
+
+    names = sorted(objects.names(QUEUE))
+    queued = [n[: -len(".arrow")] for n in names if n.endswith(".arrow")]
+    stems = queued[:FOLD_MAX_ENTRIES]
+    left = set(queued[FOLD_MAX_ENTRIES:])  # still queued after this fold
+    intents: dict[str, set[str] | None] = {}  # name -> the entries it names (None: unreadable: every one)
+    fold_names = [n for n in names if n.startswith("~fold-")]
+    for name, raw in zip(fold_names, _get_all(objects, [f"{QUEUE}/{n}" for n in fold_names]), strict=True):
+        if raw is None:
+            continue
+        try:
+            intents[name] = set(json.loads(raw)["entries"])
+        except (ValueError, KeyError, TypeError):
+            intents[name] = None
+    doubtful: set[str] = set()
+    for named in intents.values():
+        doubtful.update(stems if named is None else named)
+    entries: dict[str, Any] = {}
+    for stem, raw in zip(stems, _get_all(objects, [f"{QUEUE}/{s}.arrow" for s in stems]), strict=True):
+        if raw is None:
+            continue  # folded and deleted meanwhile (a holder whose lease we took over finishing late)
+        try:
+            entries[stem] = from_ipc(raw)
+        except Exception:  # a PUT is whole or absent, so this is not an upload cut short: never commit it
+            log.warning("queued entry %s of %s does not parse; left in the queue", stem, objects.location)
+            left.add(stem)
+    recovered: dict[str, list[str]] = {}
+    checked = [s for s in entries if s in doubtful]
+    if checked:
+        present = store.ids_exist([i for s in checked for i in entries[s].column("id").to_pylist()])
+        for stem in checked:
+            ids = entries[stem].column("id").to_pylist()
+            if any(i in present for i in ids):  # committed by the holder that left the intent: never again
+                recovered[stem] = ids
+                del entries[stem]
+    done = [f"{QUEUE}/{stem}.arrow" for stem in [*entries, *recovered]]
+    version: int | None = None
+    if recovered:
+        record_ack(objects, new_stem(), store.current_version(), [i for ids in recovered.values() for i in ids],
+                   lease.owner)
+    parts = ([own] if own is not None else []) + list(entries.values())
+    if parts:
+        schema = store.write_schema()
+        data = pa.concat_tables([p.cast(schema) for p in parts]) if len(parts) > 1 else parts[0].cast(schema)
+        if entries:
+            intent = f"~fold-{new_stem()}.json"
+            objects.put(f"{QUEUE}/{intent}", json.dumps({"entries": sorted(entries), "by": lease.owner}).encode())
+            done.append(f"{QUEUE}/{intent}")
+        # fenced, read back, and its acknowledgement (every id in it) recorded before anything is deleted
+        version = store.commit_rows(data, data.column("id").to_pylist())
+    done += [f"{QUEUE}/{name}" for name, named in intents.items() if named is not None and not named & left]
+    if done:
+        objects.delete_many(done)
+    return version
+
+
+def _get_all(objects: Objects, names: list[str]) -> list[bytes | None]:
+    """The objects `names` (None for one that is gone), read concurrently."""
+    if len(names) <= 1:
+        return [objects.get(n) for n in names]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
+        return list(pool.map(objects.get, names))
