@@ -260,9 +260,17 @@ def _frame(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def differs_only_in_values(old: str, new: str) -> bool:
     """True when two texts say the same words around different values (`Full check: ./scripts/test (~20s)` and
-    `(~23s)`; `Upgrade certifi to 2026.7.22` and `to 2026.9.1`): the structure of an update, in any wording."""
+    `(~23s)`; `Upgrade certifi to 2026.7.22` and `to 2026.9.1`): the structure of an update, in any wording.
+
+    Two or more values changed in place are one thing's update only when an old one is still said ("from 80 to
+    8080" → "from 8080 to 9090"); else they name another thing and its value ("loyalty-jobs serves HTTP on port
+    8730" and "contracts-server … on port 7340": the service's name is a value too)."""
     old_words, old_values = _frame(old)
     new_words, new_values = _frame(new)
+    if len(old_values) == len(new_values):
+        changed = [was for was, now in zip(old_values, new_values) if was != now]
+        if len(changed) > 1 and not set(changed) & set(new_values):
+            return False
     return len(new_words) >= 2 and old_words == new_words and bool(new_values) and old_values != new_values
 
 

@@ -47,7 +47,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from chronomem.facts import EXTRACTED_SOURCES, identifiers, record_salience, same_subject
-from chronomem.records import MemoryRecord, differs_only_in_values, value_kind
+from chronomem.records import MemoryRecord, differs_only_in_values, same_value, value_kind
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
@@ -316,7 +316,24 @@ def slot_match(asked: set[str], record: MemoryRecord, ignore: frozenset[str] = f
     if not asked or record.kind != "fact":
         return 0.0
     key = set(terms(slot_text(record))) - ignore
-    return 2 * len(asked & key) / (len(asked) + len(key)) if key else 0.0
+    return 2 * len(asked & key - _parts_not_asked(asked, record.subject or "")) / (len(asked) + len(key)) if key else 0.0
+
+
+_JOINED_NAME = re.compile(r"\w[-_./:]+\w")
+
+
+def _parts_not_asked(asked: set[str], subject: str) -> set[str]:
+    """The parts of the joined names of a fact's subject (`refund`, `serv` of `refunds-server`) whose whole name
+    the query does not ask: a part of a name is not the name, so "refunds's host service" does not name the
+    subject `refunds-server` (`-` and `_` alike: `refunds_server` is `refunds-server`)."""
+    wholes = {a.replace("_", "-") for a in asked}
+    out: set[str] = set()
+    for token in subject.split():
+        if _JOINED_NAME.search(token):
+            whole, *parts = terms(token) or [""]
+            if whole.replace("_", "-") not in wholes:
+                out.update(parts)
+    return out
 
 
 @lru_cache(maxsize=4096)  # ~40 queries' candidate pools; a held entry (its text and term set) is ~1 kB
@@ -539,14 +556,15 @@ def successor_of(
     contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is not "dispatch", but
     "the reporting code is now in `crates/` (was src/reporting/)" still speaks of reporting. Values in
     `common` (ones much of the pool gives: a year, a speaker's name) single out nothing and are not shared.
-    A fact's object is its value whatever its shape: `pnpm build` in "we moved from `pnpm build` to `tsc -b`".
+    A fact's object is its value whatever its shape (`pnpm build` in "we moved from `pnpm build` to `tsc -b`"),
+    compared as a value (`same_value`: the object `:8445` is the 8445 of "rebound from port 8445 to 5720").
     """
     if later.valid_at <= lead.valid_at:
         return False
     own, theirs = value_kinds(lead.content), value_kinds(later.content)
-    if lead.kind == "fact" and lead.object:
-        value = lead.object.strip(" `'\".")
-        own = {**own, **{kind: own.get(kind, frozenset()) | {value} for kind, values in theirs.items() if value in values}}
+    if lead.kind == "fact" and lead.object:  # compared as values: `:8445` is the 8445 of "from port 8445 to 5720"
+        said = {kind: frozenset(v for v in values if same_value(v, lead.object)) for kind, values in theirs.items()}
+        own = {**own, **{kind: own.get(kind, frozenset()) | found for kind, found in said.items() if found}}
     shared: set[str] = set()
     for kind, values in own.items():
         both = {v for v in values & theirs.get(kind, frozenset()) if v not in known and v not in common}

@@ -154,6 +154,12 @@ def test_supersedes_ends_exactly_the_named_memories(svc: MemoryService, clock) -
 def test_a_probable_update_is_reported_with_its_id(svc: MemoryService, clock) -> None:
     assert differs_only_in_values("Full check: `./scripts/test` (~20s)", "Full check: `./scripts/test` (~23s)")
     assert not differs_only_in_values("the owner is Ana", "the reviewer is Ana")
+    assert differs_only_in_values("billing-api moved to port 8080 (was 80)", "billing-api moved to port 9090 (was 8080)")
+    # two services' ports: every value differs, the service's name too, so it is not one thing updated
+    assert not differs_only_in_values(
+        "loyalty-jobs serves HTTP on port 8730 (same in docker-compose).",
+        "contracts-server serves HTTP on port 7340 (same in docker-compose).",
+    )
     first = remember(svc, "Full check: `./scripts/test` (~20s, runs everything)", valid_from="2024-01-01")
     clock.advance(seconds=1)
     second = remember(svc, "Full check: `./scripts/test` (~23s, runs everything)", valid_from="2024-02-01")

@@ -248,6 +248,18 @@ def test_slot_match_counts_both_sides_and_ignores_project_names() -> None:
     assert slot_match(asked, cand("port of inventory-api is 3060").record) == 0.0  # a chunk has no slot
 
 
+def test_a_part_of_the_subjects_name_does_not_name_the_subject() -> None:
+    from chronomem.retrieval.rank import slot_match
+
+    port = stated("refunds-server service listens on: 6025", "refunds-server service", "listens on", "6025").record
+    host = stated("refunds served by: refunds-server", "refunds", "served by", "refunds-server").record
+    hosting = set(terms("What was refunds's host service?"))
+    # "refunds" is only a part of `refunds-server`: the module's hosting fact is the slot asked, not the server's port
+    assert slot_match(hosting, host) > slot_match(hosting, port)
+    # asked by its whole name (with `_` for `-`), the server is the subject again
+    assert slot_match(set(terms("What port does refunds_server listen on?")), port) > 0.5
+
+
 def test_the_rare_word_of_the_query_counts_more_than_the_common_ones() -> None:
     """Many memories say "X hosts the Y module"; the one about the module asked leads, though BM25 prefers a sibling."""
     sibling = cand("billing-worker hosts the payments module.", dense=0.62, vector=[0.0, 1.0])
@@ -421,6 +433,11 @@ def test_successor_of_needs_a_later_note_a_shared_value_the_question_does_not_na
     path = note("The reporting module lives in src/reporting/.", 0)
     moved = note("The directory of the reporting code is now `crates/reporting/src/` (was src/reporting/).", 10)
     assert successor_of(path, moved, known="", subject=terms("reporting")[0])
+    # a fact's object is compared as a value: the agent wrote `:8445`, the later note says "port 8445"
+    port = stated("refunds_server http port: :8445", "refunds_server", "http port", ":8445").record
+    rebound = note("refunds-server was rebound from port 8445 to 5720 as of today.", 10)
+    assert successor_of(port, rebound, known="what port does refunds-server bind?", subject="port")
+    assert not successor_of(port, note("refunds-server still serves on port 8445.", 10), known="", subject="port")
 
 
 def test_a_value_much_of_the_pool_gives_ties_no_note_to_another() -> None:
