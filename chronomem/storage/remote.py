@@ -62,6 +62,8 @@ LEASE_SECONDS = 15.0
 WANT_SECONDS = 5.0
 #: Longest pause between two looks at a held lease (each look is one LIST request).
 MAX_POLL_SECONDS = 0.2
+#: How often a conditional create whose answer was lost is looked at and tried again (`Objects.create`).
+CREATE_ATTEMPTS = 5
 #: Where chronomem's own objects live beside the tables.
 META_PREFIX = "_chronomem"
 
@@ -128,15 +130,38 @@ class Objects:
         obstore.put(self.store, self.key(name), data)
 
     def create(self, name: str, data: bytes) -> bool:
-        """Create the object only if it does not exist: True when this call created it."""
+        """Create the object only if it does not exist: True when this call created it.
+
+        A conditional create is not retried by the HTTP client when its answer is lost (a timeout, a reset: the
+        store may have created it): here the object is then read, and it is this call's when it holds `data`
+        (callers make `data` unique: a lease names its owner) — else, when absent, the create is tried again, up to
+        `CREATE_ATTEMPTS` times."""
         import obstore
         from obstore.exceptions import AlreadyExistsError, PreconditionError
 
-        try:
-            obstore.put(self.store, self.key(name), data, mode="create")
-        except (AlreadyExistsError, PreconditionError):
-            return False
-        return True
+        for attempt in range(CREATE_ATTEMPTS):
+            try:
+                obstore.put(self.store, self.key(name), data, mode="create")
+            except (AlreadyExistsError, PreconditionError):
+                if attempt == 0:
+                    return False
+                return self.get(name) == data  # our earlier try may be the one that created it
+            except (FileNotFoundError, PermissionError):
+                raise
+            except Exception:
+                if attempt == CREATE_ATTEMPTS - 1:
+                    raise
+                log.debug("a conditional create of %s lost its answer; looking", name, exc_info=True)
+                time.sleep(0.05 * 2**attempt * (0.5 + random.random()))
+                try:
+                    found = self.get(name)
+                except Exception:
+                    continue
+                if found is not None:
+                    return found == data
+                continue
+            return True
+        return False
 
     def delete(self, name: str) -> None:
         import obstore
@@ -174,7 +199,8 @@ class Objects:
 
 #: object_store's HTTP client options (ClientConfigKey): LanceDB takes them among its storage options, obstore
 #: only as `client_options` — passed in `config`, `allow_http` or `timeout` made obstore 0.12 panic ("Expected
-#: config prefix to start with aws_"). A provider prefix (`aws_allow_http`) names the same option.
+#: config prefix to start with aws_"). A provider prefix (`aws_allow_http`) names the same option. Client options
+#: given replace those obstore reads from the environment, so the environment's (AWS_ALLOW_HTTP) are added to them.
 CLIENT_OPTIONS = frozenset({
     "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type", "http1_only",
     "http2_keep_alive_interval", "http2_keep_alive_timeout", "http2_keep_alive_while_idle", "http2_only",
@@ -199,6 +225,13 @@ def store_and_client_options(options: dict[str, str]) -> tuple[dict[str, str], d
             client[bare] = value
         else:
             config[key] = value
+    if client:  # given at all, they replace what obstore read from the environment (AWS_ALLOW_HTTP, …): keep those
+        for name in CLIENT_OPTIONS - set(client):
+            for prefix in ("AWS_", "GOOGLE_", "AZURE_"):
+                value = os.environ.get(prefix + name.upper())
+                if value is not None:
+                    client[name] = value
+                    break
     return config, client
 
 

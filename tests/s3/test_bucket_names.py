@@ -110,6 +110,15 @@ def test_http_client_options_go_to_the_client() -> None:
     assert client == {"allow_http": "true", "timeout": "30s", "connect_timeout": "5s"}
 
 
+def test_client_options_given_keep_those_of_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """obstore takes given client options instead of the environment's: AWS_ALLOW_HTTP must not be lost when a
+    timeout is set (the store was then refused as unreachable: "builder error: BadScheme")."""
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    assert store_and_client_options({"timeout": "1s"})[1] == {"timeout": "1s", "allow_http": "true"}
+    assert store_and_client_options({"timeout": "1s", "allow_http": "false"})[1]["allow_http"] == "false"
+    assert store_and_client_options({})[1] == {}  # none given: obstore reads the environment itself
+
+
 def test_a_panic_below_us_is_one_clear_line() -> None:
     """A real panic of obstore (the HTTP client option passed as store config, as chronomem did) and the real
     LanceDB panic of an endpoint without its scheme, opened past the up-front checks: one StoreError line."""
