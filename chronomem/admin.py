@@ -469,6 +469,10 @@ def _purge(svc: Any, args: argparse.Namespace) -> int:
 
         with ticking(f"purging {len(plan.rows)} memories (rewriting the table, erasing old versions)"):
             report = erase(store, plan)
+        if not store.remote:  # the read index's snapshot holds the purged rows' text too (search/snapshot.py)
+            from chronomem.search.snapshot import discard
+
+            discard(store.path)
     if args.json:
         print(json.dumps({"purged": report.removed, "ids": plan.ids, "reasons_scrubbed": report.reasons_scrubbed}))
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import pickle
 import random
 import struct
@@ -362,3 +363,24 @@ def test_a_store_built_without_a_snapshot_gets_one_from_its_keeper_and_the_next_
     keeper.tick()  # what its thread does every TICK_SECONDS: a build is saved at once
     assert snapshot.snapshot_path(path).exists() and keeper.saved_version == store.read_index.version  # type: ignore[union-attr]
     assert opened(path, dim, True, monkeypatch).read_index is not None
+
+
+def test_a_purge_takes_the_snapshot_with_the_purged_text(
+    tmp_path: Path, base: tuple[list[str], np.ndarray], embedder: FastEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, dim = tmp_path / "store", base[1].shape[1]
+    store = open_store(path, dim, embedder.name, read_index_rows=100_000)
+    rows = make_rows(base, ROWS, seed=11)
+    for row in rows:
+        row.embed_model = embedder.name
+    rows[7].content = "the vault passphrase is tangerine-42"
+    store.add(rows)
+    assert store.wait_for_read_index()
+    snapshot.write(store.read_index, path)  # type: ignore[arg-type]
+    assert b"tangerine-42" in snapshot.snapshot_path(path).read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-m", "chronomem", "purge", "--id", rows[7].id, "--store", str(path), "--yes", "--json"],
+        capture_output=True, text=True, env={**os.environ, "CHRONOMEM_PROJECT": "alpha"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert not snapshot.snapshot_path(path).exists()
