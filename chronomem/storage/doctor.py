@@ -14,7 +14,9 @@ or forbidden store) are named as such and never called damage. Where a repair ca
 named is another: a store whose table folder is gone while a backup reads is brought back by `chronomem
 restore` of that backup (`table_gone_hint`), and a store path that is a file needs another `--store`
 (`file_hint`). `restore_backup` (for `chronomem restore`) reports what a replace leaves out: the memories
-written after the backup (`Restored`, `left_out_of`).
+written after the backup (`Restored`, `left_out_of`). A store in object storage (`check_remote`) has no local
+ledger: its table is compared with the acknowledgement record in the bucket (storage/groupcommit.py), every
+acknowledged id not purged since present, a missing one named.
 """
 
 from __future__ import annotations
@@ -339,7 +341,8 @@ def check(path: Path | str) -> Checkup:
 def check_remote(location: Any) -> Checkup:
     """A store in object storage: is the bucket reachable with these credentials, does it honour conditional
     creates (`If-None-Match: *`: without them concurrent writers silently lose commits, unless LanceDB commits
-    through a DynamoDB table, `s3+ddb://`), and does the table open and read?"""
+    through a DynamoDB table, `s3+ddb://`), does the table open and read, and does it hold every id its
+    acknowledgement record names (the missing ones named)?"""
     from chronomem.storage.remote import conditional_create_holds, explain, objects_of
 
     report = Checkup(str(location))
@@ -380,11 +383,40 @@ def check_remote(location: Any) -> Checkup:
         report.model, report.dim = stored_model(table.schema)
         report.schema = schema_version(table.schema)
         report.rows = int(table.count_rows())
-        for made_by in table.to_arrow().column("embed_model").to_pylist():
+        everything = table.to_arrow()
+        for made_by in everything.column("embed_model").to_pylist():
             report.row_models[made_by or "?"] = report.row_models.get(made_by or "?", 0) + 1
+        present = set(everything.column("id").to_pylist())
     except Exception as exc:
         report.fail(f"the table does not read: {explain(location, exc)}")
+        return report
+    _note_remote_acks(location, objects, report, present)
     return report
+
+
+def _note_remote_acks(location: Any, objects: Any, report: Checkup, present: set[str]) -> None:
+    """Compare the table with the shared store's acknowledgement record (`_chronomem/acks/`, storage/groupcommit.py):
+    every acknowledged id not purged since must be in the table; a missing one is named."""
+    from chronomem.storage.groupcommit import queued_count, read_record
+    from chronomem.storage.remote import explain
+
+    try:
+        acked, purged, records = read_record(objects)
+        waiting = queued_count(objects)
+    except Exception as exc:
+        report.fail(f"the acknowledgement record does not read: {explain(location, exc)}")
+        return
+    expected = acked - purged
+    missing = sorted(expected - present)
+    if missing:
+        report.fail(f"{len(missing)} acknowledged memor{'y is' if len(missing) == 1 else 'ies are'} missing from the "
+                    f"table: {', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}")
+    elif records:
+        report.notes.append(f"all {len(expected)} acknowledged memories are present ({records} acknowledgement records"
+                            f"{f', {len(acked & purged)} purged since' if acked & purged else ''})")
+    if waiting:
+        report.notes.append(f"{waiting} note{'s wait' if waiting != 1 else ' waits'} in the commit queue for the next "
+                            "writer (not acknowledged yet)")
 
 
 def _note_acknowledged(path: Path, report: Checkup, rows: int | None, ids: set[str]) -> None:

@@ -342,3 +342,33 @@ def _get_all(objects: Objects, names: list[str]) -> list[bytes | None]:
 
     with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
         return list(pool.map(objects.get, names))
+
+
+# ---------------------------------------------------------------------------------------------- the record, read
+def record_purged(objects: Objects, ids: Sequence[str]) -> None:
+    """Say that `ids` were purged on purpose (storage/portable.py): the record no longer expects them."""
+    if ids:
+        body = {"purged": list(ids), "at": utcnow().isoformat()}
+        objects.put(f"{ACKS}/{new_stem()}.json", json.dumps(body, separators=(",", ":")).encode())
+
+
+def read_record(objects: Objects) -> tuple[set[str], set[str], int]:
+    """The remote acknowledgement record: (every acknowledged id, the ids purged since, how many records)."""
+    names = [f"{ACKS}/{n}" for n in objects.names(ACKS) if n.endswith(".json")]
+    acked: set[str] = set()
+    purged: set[str] = set()
+    for raw in _get_all(objects, names):
+        if raw is None:
+            continue
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            continue
+        acked.update(body.get("ids", []))
+        purged.update(body.get("purged", []))
+    return acked, purged, len(names)
+
+
+def queued_count(objects: Objects) -> int:
+    """Notes waiting in the queue for the next holder of the write lease."""
+    return sum(1 for n in objects.names(QUEUE) if n.endswith(".arrow"))

@@ -381,7 +381,8 @@ def _erase_shared(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
     (they hold the purged words and vectors), then drop every old version with `delete_unverified=False`:
     the files old versions reference go (the purged text is in those), while files no version references yet
     and younger than Lance's grace period (7 days) stay — another writer's commit in flight, which deleting
-    would corrupt. There is no ledger, drop record or backup beside a shared store to update."""
+    would corrupt. There is no ledger, drop record or backup beside a shared store to update; the acknowledgement
+    record in the bucket (storage/groupcommit.py) is told which ids were purged, so `doctor` does not call them lost."""
     table = store._table
     indexes = list(table.list_indices())
     before = int(table.count_rows())
@@ -403,6 +404,10 @@ def _erase_shared(store: MemoryStore, plan: PurgePlan) -> PurgeReport:
         store._guard(lambda: table.optimize(cleanup_older_than=timedelta(0), delete_unverified=False))
     store._now_at()
     kept = int(table.count_rows())
+    from chronomem.storage.groupcommit import record_purged
+    from chronomem.storage.remote import objects_of
+
+    record_purged(objects_of(store.path), ids)  # type: ignore[arg-type]  # doctor no longer expects them
     return PurgeReport(removed=before - kept, kept=kept, reasons_scrubbed=len(blank))
 
 
