@@ -33,7 +33,8 @@ longer than its lease had left between its fence and its commit's request.
 
 Acknowledgements (`_chronomem/acks/`) are the store's remote acknowledgement record: every commit of new rows on
 a shared store writes one (a fold's, a direct commit's: `MemoryStore._acknowledge`), and `chronomem doctor`
-checks that every id they name is in the table (storage/doctor.py).
+checks that every id they name is in the table (storage/doctor.py). The consolidator's `optimize` folds those older
+than an hour into one object once there are 64 of them (`compact_record`).
 """
 
 from __future__ import annotations
@@ -372,3 +373,34 @@ def read_record(objects: Objects) -> tuple[set[str], set[str], int]:
 def queued_count(objects: Objects) -> int:
     """Notes waiting in the queue for the next holder of the write lease."""
     return sum(1 for n in objects.names(QUEUE) if n.endswith(".arrow"))
+
+
+#: The acknowledgement record is compacted (`compact_record`) once this many of its objects are older than
+#: `COMPACT_AGE_SECONDS`: doctor reads one object per commit otherwise.
+COMPACT_RECORDS = 64
+COMPACT_AGE_SECONDS = 3600.0
+
+
+def compact_record(objects: Objects, min_records: int = COMPACT_RECORDS, age: float = COMPACT_AGE_SECONDS) -> int:
+    """Under the write lease (the consolidator's upkeep): fold the acknowledgement objects older than `age` seconds
+    into one, once there are `min_records` of them — the union written first, then the old ones deleted (a crash in
+    between leaves ids recorded twice, which reads the same). How many objects were folded."""
+    now = time.time()
+    old = sorted(n for n, modified in objects.entries(ACKS).items() if n.endswith(".json") and now - modified >= age)
+    if len(old) < min_records:
+        return 0
+    acked: set[str] = set()
+    purged: set[str] = set()
+    for raw in _get_all(objects, [f"{ACKS}/{n}" for n in old]):
+        if raw is None:
+            continue
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            continue
+        acked.update(body.get("ids", []))
+        purged.update(body.get("purged", []))
+    body = {"ids": sorted(acked), "purged": sorted(purged), "at": utcnow().isoformat(), "folded": len(old)}
+    objects.put(f"{ACKS}/{new_stem()}.json", json.dumps(body, separators=(",", ":")).encode())
+    objects.delete_many([f"{ACKS}/{n}" for n in old])
+    return len(old)

@@ -632,6 +632,14 @@ class MemoryStore:
         started = time.perf_counter()
         self._guard(lambda: table.optimize(cleanup_older_than=retention))
         self._guard(lambda: self.usage.compact(retention))
+        if self.remote:  # the acknowledgement record: one object per commit, folded once old (groupcommit.py)
+            from chronomem.storage.groupcommit import compact_record
+            from chronomem.storage.remote import objects_of
+
+            try:
+                compact_record(objects_of(self.path))  # type: ignore[arg-type]
+            except Exception:  # only doctor's reading gets slower
+                log.debug("the acknowledgement record was not compacted", exc_info=True)
         self.last_optimize_seconds = time.perf_counter() - started
         self.commits_since_optimize = 0
         self._now_at()

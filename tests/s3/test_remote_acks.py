@@ -41,3 +41,16 @@ def test_a_purged_memory_is_not_called_lost(s3_uri: str, s3_svc: MemoryService) 
     assert report.ok, report.text()
     assert any("1 purged since" in n for n in report.notes), report.text()
     assert keep in {r.id for r in s3_svc.store.find(Filter().kinds(["chunk"]))}
+
+
+def test_the_record_is_compacted_without_losing_an_id(s3_uri: str, s3_svc: MemoryService) -> None:
+    from chronomem.storage.groupcommit import compact_record, record_purged
+
+    ids = [remember(s3_svc, f"Compacted note {i}: shard {i} holds tenants {i * 10}-{i * 10 + 9}.").id for i in range(3)]
+    objects = objects_of(StoreURI(s3_uri))
+    record_purged(objects, ["01PURGED0000000000000000000"])
+    before = read_record(objects)
+    assert compact_record(objects, min_records=2, age=0.0) == before[2]
+    after = read_record(objects)
+    assert after[:2] == before[:2] and set(ids) <= after[0] and after[2] == 1
+    assert check(StoreURI(s3_uri)).ok
