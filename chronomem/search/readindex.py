@@ -559,16 +559,25 @@ class ReadIndex:
             differs |= _micros_column(scan, name)[known] != self._times[name][held]
         salience = np.asarray(scan.column("salience").to_numpy(zero_copy_only=False), dtype=np.float32)
         differs |= ~np.isclose(np.nan_to_num(salience, nan=1.0)[known], self._salience[held])
-        table = self._table()
+        # The object columns are compared by Arrow, column against column (a Python loop over every row's values was
+        # ~0.6 s of a catch-up at 100k rows); the rows changed since the last fold, whose values are in `_overrides`
+        # and not in the Arrow table yet, in Python.
+        import pyarrow as pa
+
         positions = np.flatnonzero(known)
-        for name in _OBJECT_COLUMNS:
-            mine = table.column(name).to_pylist()
-            for row, value in self._overrides.items():
-                mine[row] = value.get(name)
-            theirs = scan.column(name).to_pylist()
-            for j, (i, row) in enumerate(zip(positions.tolist(), held.tolist(), strict=True)):
-                if not differs[j] and theirs[i] != mine[row]:
-                    differs[j] = True
+        names = list(_OBJECT_COLUMNS)
+        mine = self._table().select(names).take(pa.array(held, type=pa.int64()))
+        theirs = scan.select(names).take(pa.array(positions, type=pa.int64()))
+        pending = np.flatnonzero(np.isin(held, np.fromiter(self._overrides, dtype=np.int64, count=len(self._overrides))))
+        objects = np.zeros(len(held), dtype=bool)
+        for name in names:
+            objects |= _column_differs(mine.column(name), theirs.column(name))
+        if len(pending):
+            values = theirs.take(pa.array(pending, type=pa.int64())).to_pylist()
+            for j, now in zip(pending.tolist(), values, strict=True):
+                held_values = self._overrides[int(held[j])]
+                objects[j] = any(now[name] != held_values.get(name) for name in names)
+        differs |= objects
         changed = np.zeros(len(rows), dtype=bool)
         changed[known] = differs
         return changed
@@ -860,6 +869,18 @@ class ReadIndex:
         if sort:
             out.sort(key=lambda pair: (-pair[1], pair[0].id))
         return out
+
+
+def _column_differs(mine: Any, theirs: Any) -> np.ndarray:
+    """Where two Arrow columns of one type differ, as Python's `!=` on their values would say (null equals only
+    null; a list is compared by its items, an empty one differing from null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_list(mine.type) or pa.types.is_large_list(mine.type):
+        mine, theirs = pc.binary_join(mine, "\x1f"), pc.binary_join(theirs, "\x1f")
+    same = pc.or_(pc.fill_null(pc.equal(mine, theirs), False), pc.and_(pc.is_null(mine), pc.is_null(theirs)))
+    return ~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def merged_postings(state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -161,10 +161,11 @@ class _Writer:
         }
         self.raw(data)
 
-    def blob(self, name: str, data: bytes) -> None:
+    def blob(self, name: str, data: bytes | memoryview) -> None:
         self._align()
-        self.sections[name] = {"offset": self.offset, "nbytes": len(data), "dtype": "blob", "shape": [len(data)], "crc": _section_crc(memoryview(data))}
-        self.raw(data)
+        view = memoryview(data).cast("B")
+        self.sections[name] = {"offset": self.offset, "nbytes": len(view), "dtype": "blob", "shape": [len(view)], "crc": _section_crc(view)}
+        self.raw(view)
 
     def vectors(self, name: str, dense: DenseMatrix, n: int, dim: int) -> None:
         """The float32 rows 0 … n-1, read from the matrix a block at a time (the CRC over the same blocks)."""
@@ -227,7 +228,7 @@ def write(index: ReadIndex, directory: Path) -> Path:
                 out.array("dense.projected", dense["projected"][:n], capacity)
                 out.array("dense.projected_scales", dense["projected_scales"][:n], capacity)
             out.vectors("dense.vectors", dense["matrix"], n, dim)
-            out.blob("arrow", arrow_bytes.to_pybytes())
+            out.blob("arrow", memoryview(arrow_bytes))  # pyarrow's buffer as it is: no copy
             footer = json.dumps(
                 {
                     "format": FORMAT,
