@@ -384,3 +384,22 @@ def test_a_purge_takes_the_snapshot_with_the_purged_text(
     )
     assert done.returncode == 0, done.stderr
     assert not snapshot.snapshot_path(path).exists()
+
+
+def test_a_clean_exit_saves_the_writes_made_since_the_snapshot(
+    saved: tuple[Path, int], base: tuple[list[str], np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, dim = saved
+    before = opened(path, dim, False, monkeypatch).table.version
+    script = (
+        "import pickle, sys\n"
+        "from chronomem.search.engine import open_store\n"
+        f"store = open_store({str(path)!r}, {dim}, 'test', read_index_rows=100_000)\n"
+        "assert store.read_index is not None\n"  # loaded from the snapshot
+        "store.add(pickle.load(sys.stdin.buffer))\n"
+    )
+    subprocess.run([sys.executable, "-c", script], input=pickle.dumps(make_rows(base, 25, seed=6)), check=True, capture_output=True)
+    reopened = opened(path, dim, True, monkeypatch)
+    assert reopened.table.version > before
+    assert reopened.read_index is not None and reopened.read_index.rows == ROWS + 25  # the snapshot the exit wrote
+    assert reopened.read_index.version == reopened.table.version
