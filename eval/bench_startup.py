@@ -60,12 +60,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_mb(pid: int) -> float:
-    """Resident set size of process `pid` in MB (NaN where /proc is missing)."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A memory figure of process `pid` from /proc/<pid>/status in MB (VmRSS: resident; RssAnon: its private part,
+    what the process alone holds; RssFile: mapped files, the page cache's; VmHWM: peak resident), NaN without /proc."""
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as handle:
             for line in handle:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         pass
@@ -136,7 +137,7 @@ def reopened_run(store: str, snapshots: bool, queries: list[str], window: float,
             if sent - start >= window:
                 break
         first_cpu = cpu_seconds(proc.pid)
-        window_rss = rss_mb(proc.pid)
+        window_rss = {name: rss_mb(proc.pid, name) for name in ("VmRSS", "RssAnon", "VmHWM")}
         for _ in range(settled):
             sent = time.perf_counter()
             _recall(proc, call_id, queries[call_id % len(queries)])
@@ -159,7 +160,9 @@ def reopened_run(store: str, snapshots: bool, queries: list[str], window: float,
         "window_p95_ms": round(sorted(in_window)[int(0.95 * (len(in_window) - 1))] * 1000, 1),
         "settled_median_ms": round(statistics.median(after) * 1000, 1) if after else None,
         "cpu_s_at_window_end": round(first_cpu, 2),
-        "rss_mb_at_window_end": window_rss,
+        "rss_mb_at_window_end": window_rss["VmRSS"],
+        "anon_rss_mb_at_window_end": window_rss["RssAnon"],
+        "peak_rss_mb_at_window_end": window_rss["VmHWM"],
         "slow_calls_in_window": sum(1 for d in in_window[1:] if after and d > 2 * statistics.median(after)),
     }
 
@@ -207,7 +210,8 @@ def reopened(args: argparse.Namespace) -> None:
         summary["on" if snapshots else "off"] = {
             key: round(statistics.median(r[key] for r in mine), 3)
             for key in ("initialize_s", "first_recall_s", "early_median_ms", "window_median_ms", "window_p95_ms", "settled_median_ms",
-                        "cpu_s_at_window_end", "rss_mb_at_window_end", "slow_calls_in_window")
+                        "cpu_s_at_window_end", "rss_mb_at_window_end", "anon_rss_mb_at_window_end",
+                        "peak_rss_mb_at_window_end", "slow_calls_in_window")
         }
     for mode in summary.values():
         mode["window_to_settled"] = round(mode["window_median_ms"] / mode["settled_median_ms"], 2)
@@ -247,7 +251,9 @@ def markdown(payload: dict[str, Any]) -> str:
         (f"first {payload['window_s']:.0f} s median / settled median", "window_to_settled"),
         ("recalls in the window slower than 2× settled", "slow_calls_in_window"),
         ("server CPU s at the window's end", "cpu_s_at_window_end"),
-        ("server RSS at the window's end (MB; the snapshot's pages count while mapped)", "rss_mb_at_window_end"),
+        ("server RSS at the window's end (MB; the snapshot's pages read count while mapped)", "rss_mb_at_window_end"),
+        ("… of it private (RssAnon, MB: not the page cache's)", "anon_rss_mb_at_window_end"),
+        ("server peak RSS by the window's end (VmHWM, MB)", "peak_rss_mb_at_window_end"),
     ]
     for label, key in rows:
         a, b = off[key], on[key]

@@ -15,14 +15,17 @@ and whether one is trusted. The table stays the store of record: a snapshot is o
   length, its own CRC-32 and an end marker. A section up to `FULL_CHECK_BYTES` is checked whole; a larger one
   (the vectors, the codes, the postings, the Arrow file) by `CHECK_BLOCKS` blocks spread over it, and Arrow
   checks its own file's structure. The arrays that grow are written with free capacity after their rows.
-- Loaded as arrays over a copy-on-write memory map of the file: little is read at open, pages stay the page
-  cache's until written (so they cost the process little RSS).
+- Loaded as arrays over a copy-on-write memory map of the file: little is read at open, and the pages searches
+  read stay the page cache's (shared, reclaimable; counted in RSS as mapped file pages, not as the process's own)
+  until written. A store that has a snapshot is opened through pylance at any size (storage `quick_at_any_size`):
+  LanceDB is imported at the first write or catch-up, not before the first recall.
 - Trusted only for the table it was taken of: same vector dimension, same table metadata (schema version and
   embedding model: a re-embedded table is another table), the same result columns, a version no newer than the
   table's (and, while the table still lists that version, the same commit time), and no more rows than the table
   holds. The read index then catches up from the snapshot's version by its diff (`ReadIndex.catch_up`), as it
   catches up any other process's writes. A snapshot that is missing, of another format, damaged or of another
-  table is ignored with one log line and removed, and the index is built from the table as without snapshots.
+  table is ignored with one log line (the file, if any, removed), and the index is built from the table as without
+  snapshots.
 - Only for local stores (a store in object storage keeps building its copy from the table), and off when
   `CHRONOMEM_READ_INDEX_SNAPSHOT=0` (neither read nor written; for measuring, or to save the disk).
 """
