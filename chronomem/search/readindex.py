@@ -160,17 +160,22 @@ class _Postings:
     def _fold_tail(self) -> None:
         """Merge the tail into the sorted block."""
         self.settle()
+        t_tids, t_rows, t_tfs = self._tail_arrays()
+        self.tail = {}
+        self.tail_size = 0
+        self._merge(
+            np.frombuffer(t_tids, dtype=np.int32), np.frombuffer(t_rows, dtype=np.int32), np.frombuffer(t_tfs, dtype=np.int32)
+        )
+
+    def _tail_arrays(self) -> tuple[array, array, array]:
+        """The tail's postings as three arrays: term ids, rows, frequencies."""
         t_tids, t_rows, t_tfs = array("i"), array("i"), array("i")
         for tid, pairs in self.tail.items():
             for row, tf in pairs:
                 t_tids.append(tid)
                 t_rows.append(row)
                 t_tfs.append(tf)
-        self.tail = {}
-        self.tail_size = 0
-        self._merge(
-            np.frombuffer(t_tids, dtype=np.int32), np.frombuffer(t_rows, dtype=np.int32), np.frombuffer(t_tfs, dtype=np.int32)
-        )
+        return t_tids, t_rows, t_tfs
 
     def _merge(self, tids: np.ndarray, rows: np.ndarray, tfs: np.ndarray) -> None:
         """Add postings (term id, row, frequency) to the sorted block: one stable sort by term."""
@@ -195,12 +200,7 @@ class _Postings:
         """The postings as arrays for a snapshot (taken under the index's lock; `merged_postings` finishes it
         outside): the sorted block's arrays are replaced, never changed, by a merge; `df` and the tail are copied."""
         self.settle()
-        t_tids, t_rows, t_tfs = array("i"), array("i"), array("i")
-        for tid, pairs in self.tail.items():
-            for row, tf in pairs:
-                t_tids.append(tid)
-                t_rows.append(row)
-                t_tfs.append(tf)
+        t_tids, t_rows, t_tfs = self._tail_arrays()
         return {
             "terms": list(self.vocab),  # insertion order is term id order
             "ptr": self.ptr,
