@@ -353,12 +353,11 @@ def record_purged(objects: Objects, ids: Sequence[str]) -> None:
         objects.put(f"{ACKS}/{new_stem()}.json", json.dumps(body, separators=(",", ":")).encode())
 
 
-def read_record(objects: Objects) -> tuple[set[str], set[str], int]:
-    """The remote acknowledgement record: (every acknowledged id, the ids purged since, how many records)."""
-    names = [f"{ACKS}/{n}" for n in objects.names(ACKS) if n.endswith(".json")]
+def _union_of_records(objects: Objects, paths: list[str]) -> tuple[set[str], set[str]]:
+    """The acknowledged and the purged ids the acknowledgement objects at `paths` name (gone or unreadable ones skipped)."""
     acked: set[str] = set()
     purged: set[str] = set()
-    for raw in _get_all(objects, names):
+    for raw in _get_all(objects, paths):
         if raw is None:
             continue
         try:
@@ -367,6 +366,13 @@ def read_record(objects: Objects) -> tuple[set[str], set[str], int]:
             continue
         acked.update(body.get("ids", []))
         purged.update(body.get("purged", []))
+    return acked, purged
+
+
+def read_record(objects: Objects) -> tuple[set[str], set[str], int]:
+    """The remote acknowledgement record: (every acknowledged id, the ids purged since, how many records)."""
+    names = [f"{ACKS}/{n}" for n in objects.names(ACKS) if n.endswith(".json")]
+    acked, purged = _union_of_records(objects, names)
     return acked, purged, len(names)
 
 
@@ -389,17 +395,7 @@ def compact_record(objects: Objects, min_records: int = COMPACT_RECORDS, age: fl
     old = sorted(n for n, modified in objects.entries(ACKS).items() if n.endswith(".json") and now - modified >= age)
     if len(old) < min_records:
         return 0
-    acked: set[str] = set()
-    purged: set[str] = set()
-    for raw in _get_all(objects, [f"{ACKS}/{n}" for n in old]):
-        if raw is None:
-            continue
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            continue
-        acked.update(body.get("ids", []))
-        purged.update(body.get("purged", []))
+    acked, purged = _union_of_records(objects, [f"{ACKS}/{n}" for n in old])
     body = {"ids": sorted(acked), "purged": sorted(purged), "at": utcnow().isoformat(), "folded": len(old)}
     objects.put(f"{ACKS}/{new_stem()}.json", json.dumps(body, separators=(",", ":")).encode())
     objects.delete_many([f"{ACKS}/{n}" for n in old])
