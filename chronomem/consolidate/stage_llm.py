@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from chronomem.consolidate.apply import resolve_and_commit
@@ -40,6 +40,7 @@ from chronomem.consolidate.extract_llm import (
     LLMError,
     MalformedAnswer,
     Operation,
+    Usage,
     extract_messages,
     parse_operations,
 )
@@ -63,7 +64,7 @@ CONTEXT_FACTS = 12
 VOCABULARY = 40
 #: The state file's key for the calls, tokens and notes of each transport, added up over the store's life.
 USAGE_KEY = "llm_usage"
-USAGE_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "notes", "failures")
+USAGE_FIELDS = tuple(f.name for f in fields(Usage))  # what a transport's `Usage` counts
 
 
 @dataclass
