@@ -22,14 +22,18 @@ through `append` instead:
   bulk delete). Any holder of the write lease folds the queue before releasing it (`WriteLock.release`), so a
   queued note never waits behind holders that do not append.
 
-Exactly once. Before committing queued entries the holder writes a fold intent `_chronomem/queue/~fold-….json`
-naming them; it is deleted with them. An intent found by the next holder (its writer crashed, lost its lease, or
-its commit failed without saying whether it landed — a request timed out) makes that holder check the entries it
-names against the table by id (`MemoryStore.ids_exist`): one whose rows are there is acknowledged at the table's
-version and deleted, never committed again. An entry's rows are committed in one commit, so a note is either
-wholly visible or not at all; a writer killed after uploading leaves an entry that the next holder commits
-(present, never acknowledged to anyone). What remains is the lease's own (storage/remote.py): a holder paused
-longer than its lease had left between its fence and its commit's request.
+Exactly once. A queued entry may hold rows the table already has, in two ways: its holder committed it and then
+failed before deleting it (crashed, lost its lease, or its commit failed without saying whether it landed — a
+request timed out), or its writer's upload came back after it was committed and deleted — the HTTP client retries
+a PUT whose answer was lost (a timeout, a reset), and that retry may land after the holder's commit and delete,
+putting the entry back in the queue (seen under injected faults: issue 48). So the holder looks up every queued
+entry's ids in the table (`MemoryStore.ids_exist`, under the lease, at the newest version) before committing: one
+whose rows are there is acknowledged at the table's version and deleted, never committed again; only the others
+are appended. An entry's rows are committed in one commit, so a note is either wholly visible or not at all; a
+writer killed after uploading leaves an entry that the next holder commits (present, never acknowledged to anyone).
+The holder still writes a fold intent `_chronomem/queue/~fold-….json` naming the entries before its commit (deleted
+with them): older versions look up only the entries an intent names. What remains is the lease's own
+(storage/remote.py): a holder paused longer than its lease had left between its fence and its commit's request.
 
 Acknowledgements (`_chronomem/acks/`) are the store's remote acknowledgement record: every commit of new rows on
 a shared store writes one (a fold's, a direct commit's: `MemoryStore._acknowledge`), and `chronomem doctor`
@@ -293,9 +297,6 @@ def fold(store: MemoryStore, objects: Objects, lease: Lease, own: Any) -> int | 
             intents[name] = set(json.loads(raw)["entries"])
         except (ValueError, KeyError, TypeError):
             intents[name] = None
-    doubtful: set[str] = set()
-    for named in intents.values():
-        doubtful.update(stems if named is None else named)
     entries: dict[str, Any] = {}
     for stem, raw in zip(stems, _get_all(objects, [f"{QUEUE}/{s}.arrow" for s in stems]), strict=True):
         if raw is None:
@@ -305,18 +306,21 @@ def fold(store: MemoryStore, objects: Objects, lease: Lease, own: Any) -> int | 
         except Exception:  # a PUT is whole or absent, so this is not an upload cut short: never commit it
             log.warning("queued entry %s of %s does not parse; left in the queue", stem, objects.location)
             left.add(stem)
+    # Every entry is looked up by id, not only those an intent names: one put back in the queue by its writer's
+    # retried upload after a fold committed and deleted it has no intent left (module docstring, "Exactly once").
     recovered: dict[str, list[str]] = {}
-    checked = [s for s in entries if s in doubtful]
-    if checked:
-        present = store.ids_exist([i for s in checked for i in entries[s].column("id").to_pylist()])
-        for stem in checked:
+    if entries:
+        present = store.ids_exist([i for s in entries for i in entries[s].column("id").to_pylist()])
+        for stem in list(entries):
             ids = entries[stem].column("id").to_pylist()
-            if any(i in present for i in ids):  # committed by the holder that left the intent: never again
+            if any(i in present for i in ids):  # committed already (its rows are in one commit): never again
                 recovered[stem] = ids
                 del entries[stem]
     done = [f"{QUEUE}/{stem}.arrow" for stem in [*entries, *recovered]]
     version: int | None = None
     if recovered:
+        log.debug("queued entries %s of %s are committed already: acknowledged, not committed again",
+                  sorted(recovered), objects.location)
         record_ack(objects, new_stem(), store.current_version(), [i for ids in recovered.values() for i in ids],
                    lease.owner)
     parts = ([own] if own is not None else []) + list(entries.values())

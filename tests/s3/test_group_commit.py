@@ -15,7 +15,7 @@ import pytest
 from chronomem.config import Settings, StoreURI
 from chronomem.service import MemoryService
 from chronomem.storage.filters import Filter
-from chronomem.storage.groupcommit import ACKS, QUEUE, to_ipc
+from chronomem.storage.groupcommit import ACKS, QUEUE, read_record, to_ipc
 from chronomem.storage.remote import Lease, objects_of
 from chronomem.tools import remember
 
@@ -135,6 +135,30 @@ def test_a_queued_note_without_an_intent_is_committed_by_the_next_holder(s3_uri:
     assert version(s3_uri) == before + 1
     assert chunk_ids(s3_svc).count(data.column("id")[0].as_py()) == 1
     assert queued(s3_uri) == []
+
+
+def test_a_queued_note_put_back_by_a_retried_upload_is_not_committed_again(s3_uri: str,
+                                                                           s3_svc: MemoryService) -> None:
+    """Issue 48, as the fault proxy's log showed it: a writer's PUT of its queue entry was answered only after its
+    client's timeout, the holder committed the entry and deleted it meanwhile, then the client's retry of the PUT landed
+    and put the entry back — with no fold intent naming it. The next holder must not commit it a second time."""
+    remember(s3_svc, "The store is open.")
+    location = StoreURI(s3_uri)
+    objects = objects_of(location)
+    data = prepared(s3_svc, "Queued by a writer whose upload was retried: the build cache lives in /var/cache/ci.")
+    note = data.column("id")[0].as_py()
+    entry, body = f"{QUEUE}/00000000000000000001-0badc0de0001.arrow", to_ipc(data)
+    objects.put(entry, body)  # the upload's first try lands; its answer is lost
+    remember(s3_svc, "The holder's own note, committed with the queued one.")
+    assert queued(s3_uri) == [] and chunk_ids(s3_svc).count(note) == 1  # committed, acknowledged, deleted
+    objects.put(entry, body)  # the client's retry of that PUT lands after the delete
+    after = remember(s3_svc, "The next holder's own note.")
+    stored = chunk_ids(service(s3_uri, s3_svc.embedder, s3_svc.clock))
+    assert stored.count(note) == 1, "a queued note put back in the queue was committed twice"
+    assert after.id in stored and len(stored) == len(set(stored))
+    assert queued(s3_uri) == []
+    acked, _, _ = read_record(objects)
+    assert note in acked
 
 
 def test_a_writer_killed_while_its_note_waits_leaves_it_whole_or_absent(s3_uri: str, s3_env: dict[str, str],
