@@ -96,11 +96,10 @@ class Reader(threading.Thread):
             time.sleep(0.2)
 
 
-# A known defect, not a flaky test: the clean-clone CI of 2026-11-29 (4 x 20 through the proxy) stored one
-# acknowledged note twice (82 rows, 81 ids), though runs of 4 x 8 and 4 x 100 had not. Which path doubles it
-# (a commit retried after its answer was lost, or a fold of an entry already committed) is not found yet;
-# the assertions stay as they are, and this mark comes off with the fix.
-@pytest.mark.xfail(reason="a note can be stored twice under injected faults: open defect, issue 48", strict=False)
+# It once stored an acknowledged note twice (issue 48: 82 rows, 81 ids): a writer's upload of its queue entry was
+# answered after the client's timeout, the holder committed and deleted the entry meanwhile, and the client's retry
+# of the PUT put it back for the next holder to commit again. A holder now looks up every queued entry by id before
+# committing it (storage/groupcommit.py; test_group_commit.py replays that sequence without the proxy).
 @pytest.mark.timeout(1800 + 20 * PER_WRITER)
 def test_four_writers_through_a_failing_network_lose_and_double_nothing(
     s3_uri: str, s3_env: dict[str, str], proxy: str, embedder
