@@ -271,7 +271,18 @@ def differs_only_in_values(old: str, new: str) -> bool:
         changed = [was for was, now in zip(old_values, new_values) if was != now]
         if len(changed) > 1 and not set(changed) & set(new_values):
             return False
-    return len(new_words) >= 2 and old_words == new_words and bool(new_values) and old_values != new_values
+    framed = len(new_words) >= 2 or (_labelled(old) and _labelled(new))
+    return framed and old_words == new_words and bool(new_values) and old_values != new_values
+
+
+# a line that is a label and its value ("- Format: `ruff format .`", "**Port**: 8080"): one word frames it
+_LABEL_LINE = re.compile(r"^[\s>*+#-]*(?:\d+[.)]\s*)?\**[^\W\d_][\w-]*\**\s*:\s*\S")
+
+
+def _labelled(text: str) -> bool:
+    """Whether a text is one label and its value: a lone word is then the name of what the value is (a key
+    written once per line, as in a list of settings), not a stray word beside a value."""
+    return _LABEL_LINE.match(text) is not None
 
 
 _QUANTITY = re.compile(r"^[~≈]?\d+(?:[.,]\d+)?\s*([^\d\s]+)$")

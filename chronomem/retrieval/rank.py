@@ -15,7 +15,8 @@
    that began in the day or month a dated question names gains `period_weight`, and one that
    holds the kind of answer the question asks for (someone for "who", a path for "which folder":
    retrieval/answer_type.py) gains `answer_type_weight`.
-3. **Demote** memories that are about another project of the store (they name it, not ours).
+3. **Demote** memories that are about another project of the store (they name it, not ours, outside code:
+   `uv run pytest` uses a tool that may share a project's name).
    A chunk also gains from the chunks written next to it, alike in meaning (its conversational
    context: retrieval/context.py).
 4. **Let the newer win**: among the leading candidates that are about the same thing
@@ -41,7 +42,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -428,6 +429,9 @@ def _fuse(
     return out
 
 
+_CODE_SPAN = re.compile(r"`[^`]*`")
+
+
 @lru_cache(maxsize=1024)
 def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])")
@@ -442,7 +446,8 @@ def _demote_foreign(items: list[Ranked], query: QueryInfo, config: RankConfig) -
         return
     for item in items:
         text = item.candidate.record.content.lower()
-        if any(_mentions(text, o) for o in query.other_project_names) and not any(
+        prose = _CODE_SPAN.sub(" ", text)  # `uv run pytest`: another project's name as a word of a command
+        if any(_mentions(prose, o) for o in query.other_project_names) and not any(
             _mentions(text, own) for own in query.project_names
         ):
             item.foreign = True
@@ -471,11 +476,17 @@ def _newer_wins(
     said = [top.record.content, *(i.candidate.record.content for i in items if i.candidate.record.id in top.record.source_ids)]
 
     def chained(text: str) -> bool:  # a fact's own note has the words a model wrote the fact from
-        return any(differs_only_in_values(own, text) for own in said)
+        members = (member.candidate.record.content for member in group[1:])
+        return any(differs_only_in_values(own, text) for own in (*said, *members))
 
-    leading = [(i, chained(i.candidate.record.content)) for i in items[1:size]]
-    further = [(i, True) for i in items[size:] if chained(i.candidate.record.content)]
-    for item, in_chain in [*leading, *further]:
+    def candidates() -> Iterator[tuple[Ranked, bool]]:
+        for item in items[1:size]:
+            yield item, chained(item.candidate.record.content)
+        for item in items[size:]:  # later, once the leaders joined: a chain links from any of its members
+            if chained(item.candidate.record.content):
+                yield item, True
+
+    for item, in_chain in candidates():
         c = item.candidate
         if item.foreign or item.hedged:
             continue

@@ -151,6 +151,15 @@ def test_supersedes_ends_exactly_the_named_memories(svc: MemoryService, clock) -
         remember(svc, "nothing there", supersedes=["01J0000000000000000000000X"])
 
 
+def test_a_label_and_its_value_is_a_frame_of_one_word() -> None:
+    assert differs_only_in_values("- Format: `uv run ruff format .`", "- Format: `uv run --frozen ruff format .`")
+    assert differs_only_in_values("**Port**: 8080", "**Port**: 9090")
+    assert differs_only_in_values("3. Timeout: 30s", "3. Timeout: 45s")
+    assert not differs_only_in_values("Format `a.py`", "Format `b.py`")  # a lone word beside a value names nothing
+    assert not differs_only_in_values("- Check: `ruff check .`", "- Fix: `ruff check . --fix`")
+    assert not differs_only_in_values("see: `a.py`", "- Format: `b.py`")
+
+
 def test_a_probable_update_is_reported_with_its_id(svc: MemoryService, clock) -> None:
     assert differs_only_in_values("Full check: `./scripts/test` (~20s)", "Full check: `./scripts/test` (~23s)")
     assert not differs_only_in_values("the owner is Ana", "the reviewer is Ana")

@@ -91,6 +91,16 @@ def test_memories_about_another_project_are_demoted() -> None:
     assert texts(outcome)[0] == "Lint with ruff check." and outcome.items[1].foreign
 
 
+def test_another_projects_name_inside_code_is_a_word_of_a_command_not_that_project() -> None:
+    # a store with a project named after a tool this project runs: `uv run ...` is not about the `uv` project
+    command = cand("- Format: `uv run ruff format .`", d_rank=1, l_rank=1, vector=[0.0, 1.0])
+    prose = cand("In uv, formatting is done with `cargo fmt`.", d_rank=2, l_rank=2)
+    info = QueryInfo("What command formats the code?", project_names=("mcppy",), other_project_names=("uv",))
+    outcome = rank(info, [command, prose])
+    assert texts(outcome)[0] == command.record.content
+    assert not outcome.items[0].foreign and outcome.items[1].foreign
+
+
 def test_newer_wins_among_memories_about_the_same_thing() -> None:
     old = cand("Port for audit-svc is 6010.", days=0, d_rank=1, l_rank=1)
     new = cand("audit-svc listens on port 7494.", days=30, d_rank=2, l_rank=2)
@@ -499,6 +509,23 @@ def test_a_newer_note_in_the_words_of_a_facts_own_note_around_another_value_take
     fact.lexical, old_note.lexical, new_note.lexical = 9.0, 9.0, 9.0
     info = QueryInfo("what is the nightly export duration")
     assert texts(rank(info, [fact, old_note, new_note]))[0] == new_note.record.content
+
+
+def test_a_chain_links_from_any_of_its_members_however_far_down_the_newest_ranks() -> None:
+    # The best match is the oldest line; the next one says the same in other words and joins by meaning; the
+    # newest is that one's words around another value, ranked far down and unlike the best match's vector.
+    first = cand("- For formatting: `uv run ruff format .`", dense=0.9, d_rank=1, l_rank=1)
+    second = cand("- Format: `uv run ruff format .`", days=20, dense=0.85, d_rank=2, l_rank=2)
+    fillers = [cand(f"Formatting note number {n} about code.", dense=0.6, d_rank=3 + n, l_rank=None,
+                    vector=[0.0, 1.0]) for n in range(5)]
+    newest = cand("- Format: `uv run --frozen ruff format .`", days=100, dense=0.3, d_rank=9, l_rank=None,
+                  vector=[0.0, 1.0])
+    first.lexical, second.lexical = 3.0, 3.0
+    ranking = rank(QueryInfo("What command formats the code?"), [first, second, *fillers, newest])
+    assert texts(ranking)[0] == newest.record.content
+    # without the member it chains to, the newest line is another thing (its words are not the best one's)
+    alone = rank(QueryInfo("What command formats the code?"), [first, *fillers, newest])
+    assert texts(alone)[0] == first.record.content
 
 
 def test_a_later_note_naming_a_facts_object_beside_another_value_is_its_later_word() -> None:
