@@ -271,14 +271,21 @@ def coined_word(word: str) -> bool:
     return zipf_frequency(word, "en") == 0.0
 
 
+def _word_or_its_s_form(word: str) -> str:
+    """A pattern for a word with or without its `-s` ending (`test` and `tests`)."""
+    stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
+    return re.escape(stem) + "s?"
+
+
 def mentioned(name: str, text: str, identifier: bool | None = True) -> bool:
-    """Whether lower-cased `text` mentions the lower-cased name: verbatim, a hyphenated name with its
-    words apart (`ice-cream` in "ice cream"), or a plain word's `-s` form by its stem (`Johns` → john)."""
+    """Whether lower-cased `text` mentions the lower-cased name: verbatim, a hyphenated name of words with its
+    words apart or with a word's `-s` form (`ice-cream` in "ice cream", `test-only` in "tests-only"), or a plain
+    word's `-s` form by its stem (`Johns` → john)."""
     if name in text:
         return True
     parts = name.split("-")
     if len(parts) > 1 and all(p.isalpha() for p in parts):
-        if re.search(r"\b" + r"[\s_]+".join(map(re.escape, parts)) + r"\b", text):
+        if re.search(r"\b" + r"[\s_-]+".join(_word_or_its_s_form(p) for p in parts) + r"\b", text):
             return True
     if not identifier and name.endswith("s") and len(name) > 4:
         return re.search(r"\b" + re.escape(name[:-1]) + r"\b", text) is not None

@@ -46,6 +46,8 @@ def test_identifiers_are_told_from_plain_words() -> None:
 
 def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
     assert mentioned("ice-cream", "she made vegan ice cream again")
+    assert mentioned("test-only", "| tests-only changes | `pnpm test`")  # a joined word's -s form is that word
+    assert mentioned("tests-only", "for test only changes") and not mentioned("test-only", "the tester only")
     assert mentioned("catalog-svc", "catalog-svc listens on 8080") and not mentioned("catalog-svc", "the catalog service")
     assert mentioned("johns", "john said so", identifier=False)
     assert not mentioned("johns", "john said so", identifier=True)  # an identifier is spelled one way
