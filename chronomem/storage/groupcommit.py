@@ -288,7 +288,7 @@ def fold(store: MemoryStore, objects: Objects, lease: Lease, own: Any) -> int | 
     queued = [n[: -len(".arrow")] for n in names if n.endswith(".arrow")]
     stems = queued[:FOLD_MAX_ENTRIES]
     left = set(queued[FOLD_MAX_ENTRIES:])  # still queued after this fold
-    intents: dict[str, set[str] | None] = {}  # name -> the entries it names (None: unreadable: every one)
+    intents: dict[str, set[str] | None] = {}  # name -> the entries it names (None: unreadable, so never deleted)
     fold_names = [n for n in names if n.startswith("~fold-")]
     for name, raw in zip(fold_names, _get_all(objects, [f"{QUEUE}/{n}" for n in fold_names]), strict=True):
         if raw is None:
