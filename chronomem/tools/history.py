@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from chronomem.config import MAX_LIMIT
 from chronomem.errors import InvalidInput, NotFound
 from chronomem.records import MemoryRecord, normalize_predicate, normalize_subject
 from chronomem.service import MemoryService
@@ -25,7 +26,7 @@ from chronomem.tools.lookup import get_or_fail, original_id
 from chronomem.tools.recall import search_slice
 from chronomem.tools.results import HistoryEntry, HistoryResult
 from chronomem.tools.spec import Hints, Project, ToolSpec
-from chronomem.tools.validate import memory_id, require_text
+from chronomem.tools.validate import bounded_int, memory_id, require_text
 
 
 #: Memories a history by query starts from (each fact among them brings its whole chain).
@@ -117,10 +118,13 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
                 entries.setdefault(entry.id, entry)
         else:
             entries.setdefault(record.id, _entry(record, now))
-    ordered = list(entries.values())  # the ranking's order: with the history intent it leads with the chain, oldest first
+    # the `limit` memories most about the query (the ranking's order), told as a timeline: a history is read in
+    # the order things happened, and the ranking's order among them says nothing of that
+    chosen = list(entries.values())[: bounded_int(limit, "limit", 1, MAX_LIMIT)]
+    ordered = sorted(chosen, key=lambda e: (e.valid_at, e.created_at))
     if not ordered:
         return HistoryResult(project=scope, kind="query", entries=[], message=found.message)
-    head = f"{len(ordered)} memories about {query!r} in {scope}: the best match's chain first, oldest first"
+    head = f"{len(ordered)} memories about {query!r} in {scope}, oldest first"
     return HistoryResult(project=scope, kind="query", entries=ordered, message=head + ".")
 
 

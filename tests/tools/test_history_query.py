@@ -37,3 +37,21 @@ def test_a_fact_found_brings_its_whole_chain(svc: MemoryService, clock) -> None:
 def test_query_is_one_way_of_asking(svc: MemoryService) -> None:
     with pytest.raises(InvalidInput, match="one of them"):
         history(svc, "01J0000000000000000000000X", query="port")
+
+
+def test_the_memories_found_are_told_as_a_timeline_within_the_limit(svc: MemoryService, clock) -> None:
+    # said in different words, so no chain by words: the ranking alone would order them by match
+    for day, text in (
+        ("2024-06-01", "The checkout service now answers on port 9443."),
+        ("2024-01-10", "checkout listens on port 8080 in every environment."),
+        ("2024-03-15", "Port for checkout was moved to 8443 after the TLS change."),
+        ("2024-02-01", "The office plant needs water on Fridays."),
+    ):
+        clock.advance(seconds=1)
+        remember(svc, text, valid_from=day)
+    out = history(svc, query="which port does checkout listen on")
+    days = [e.valid_at[:10] for e in out.entries]
+    assert days == sorted(days) and {"2024-01-10", "2024-03-15", "2024-06-01"} <= set(days)
+    short = history(svc, query="which port does checkout listen on", limit=2)
+    assert len(short.entries) == 2 and [e.valid_at for e in short.entries] == sorted(e.valid_at for e in short.entries)
+    assert all("checkout" in e.text for e in short.entries)  # the best matches, not the first in time
