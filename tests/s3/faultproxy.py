@@ -9,7 +9,12 @@ connection reset (before the request reaches the server, or after it did, its an
 prints its own endpoint on stdout, then serves. Which request meets which fault comes from one random generator seeded
 with `--seed`, drawn once per request in the order requests arrive: the same seed gives the same sequence of faults
 (which request gets which depends on the order the writers' requests arrive in). GET /__faults/stats answers the
-counts of each fault injected so far (never itself faulted).
+counts of each fault injected so far (never itself faulted). POST /__faults/rules with a JSON list of rules
+({"method": "PUT", "contains": "_versions/", "fault": "503-after", "times": 1}) makes the next `times` requests whose
+method is `method`, whose request line contains `contains` and whose body contains `body` (optional: a bulk
+delete's keys are in its body) meet `fault` instead of a draw — "503", "500",
+"reset-before", "reset-after", or "503-after" (forwarded to the server, then answered 503: done, but the client is
+told it failed); GET /__faults/rules answers the rules left, with the times each has still to fire.
 
 Plain asyncio sockets, HTTP/1.1: each request is forwarded on a fresh connection to the server and its answer
 relayed with `Connection: close`, so the client opens a new connection for its next request.
@@ -41,6 +46,17 @@ class FaultProxy:
         self.rng = random.Random(seed)
         self.p503, self.p500, self.pdelay, self.delay, self.preset = p503, p500, pdelay, delay, preset
         self.counts: Counter[str] = Counter()
+        self.rules: list[dict] = []  # set through POST /__faults/rules: faults for chosen requests, not drawn
+
+    def rule_for(self, head: bytes, body: bytes) -> str | None:
+        """The fault a rule gives this request (its `times` counted down), if one matches."""
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        for rule in self.rules:
+            if (rule["times"] > 0 and line.startswith(rule["method"] + " ") and rule["contains"] in line
+                    and rule.get("body", "").encode() in body):
+                rule["times"] -= 1
+                return rule["fault"]
+        return None
 
     def draw(self) -> str:
         """The fault for the next request (one draw of the seeded generator per request)."""
@@ -64,7 +80,13 @@ class FaultProxy:
                     writer.write(response(200, "OK", payload, b"application/json"))
                     await writer.drain()
                     continue
-                fault = self.draw()
+                if head.split(b" ", 2)[1].startswith(b"/__faults/rules"):
+                    if head.startswith(b"POST "):
+                        self.rules = [{"method": "PUT", "times": 1, **rule} for rule in json.loads(body)]
+                    writer.write(response(200, "OK", json.dumps(self.rules).encode(), b"application/json"))
+                    await writer.drain()
+                    continue
+                fault = self.rule_for(head, body) or self.draw()
                 self.counts[fault] += 1
                 if fault == "503":
                     writer.write(response(503, "Slow Down", SLOW_DOWN))
@@ -80,6 +102,10 @@ class FaultProxy:
                 answer = await self.forward(head, body)
                 if fault == "reset-after":
                     reset(writer)
+                    return
+                if fault == "503-after":  # done by the server; the client is told to slow down and try again
+                    writer.write(response(503, "Slow Down", SLOW_DOWN))
+                    await writer.drain()
                     return
                 if fault == "delay":
                     await asyncio.sleep(self.delay)  # past the client's timeout: it has given up on this answer
