@@ -35,6 +35,18 @@ The holder still writes a fold intent `_chronomem/queue/~fold-….json` naming t
 with them): older versions look up only the entries an intent names. What remains is the lease's own
 (storage/remote.py): a holder paused longer than its lease had left between its fence and its commit's request.
 
+A commit whose answer was lost (`_commit`). A fold's commit can land and still fail: a request after Lance's manifest
+PUT (the read back, the acknowledgement's PUT) gives up on a 503, a timeout or a reset. (Lance settles a lost answer
+to the manifest PUT itself: it finds its own transaction committed; tests/s3/test_lost_answer.py.) Refusing then
+would tell the holder's caller its note failed although it is in the table — and a caller that retries stores it
+twice. So after a failed commit (not a lost lease: the fence refuses before any request) the holder looks the batch's
+ids up in the table at its newest version (`MemoryStore.ids_at_newest`, LanceDB itself, not the read index): the rows
+found are acknowledged at that version and never committed again; only the missing ones are committed again, up to
+`COMMIT_ATTEMPTS` commits. The caller is refused only when its own rows are still missing, or the lookup or the
+acknowledgement itself fails (then whether they landed is not known, or cannot be recorded: said as before). Entries
+whose rows are missing stay queued, with their intent, for the next holder; the deletion of acknowledged entries is
+not a reason to refuse (a next holder finds their rows and deletes them, once).
+
 Acknowledgements (`_chronomem/acks/`) are the store's remote acknowledgement record: every commit of new rows on
 a shared store writes one (a fold's, a direct commit's: `MemoryStore._acknowledge`), and `chronomem doctor`
 checks that every id they name is in the table (storage/doctor.py). The consolidator's `optimize` folds those older
@@ -55,7 +67,7 @@ from typing import Any, Protocol
 from chronomem.config import StoreURI
 from chronomem.errors import StoreError
 from chronomem.records import utcnow
-from chronomem.storage.remote import META_PREFIX, Lease, LeaseTimeout, Objects, explain
+from chronomem.storage.remote import META_PREFIX, Lease, LeaseLost, LeaseTimeout, Objects, explain
 
 
 class MemoryStore(Protocol):
@@ -64,6 +76,8 @@ class MemoryStore(Protocol):
     fence: Callable[[], None]
 
     def ids_exist(self, ids: Sequence[str]) -> set[str]: ...
+
+    def ids_at_newest(self, ids: Sequence[str]) -> set[str]: ...
 
     def current_version(self) -> int: ...
 
@@ -85,6 +99,9 @@ FOLD_MAX_ENTRIES = 256
 MAX_WAIT_POLL = 0.1
 #: A waiter looks for its acknowledgement at least this often even if the lease's folder did not change.
 ACK_CHECK_SECONDS = 1.0
+#: How often a fold commits its batch: after a commit that failed, its rows found in the table are acknowledged and
+#: only the missing ones are committed again, up to this many commits in all.
+COMMIT_ATTEMPTS = 3
 
 _held = threading.local()  # uri -> the WriteLock this thread holds (deferred or not)
 
@@ -226,13 +243,15 @@ class WriteLock:
                     if not self.objects.exists(entry):  # gone from the queue: committed and acknowledged
                         return None
                 if lease.take_if_free(look):
-                    version = fold(store, self.objects, lease, None)
+                    version, acknowledged = fold_batch(store, self.objects, lease, None)
+                    if stem in acknowledged:
+                        return version
                     if self.objects.exists(entry):  # left in the queue (it did not parse): never acknowledged
                         raise StoreError(
                             f"a queued note of {self.objects.location} ({stem}) could not be committed: it is not "
                             "acknowledged; retry it"
                         )
-                    return version
+                    return None  # committed by another holder meanwhile
             except StoreError:
                 raise
             except Exception as exc:
@@ -282,6 +301,11 @@ def fold(store: MemoryStore, objects: Objects, lease: Lease, own: Any) -> int | 
     """Under the write lease: commit `own` rows (or None) and every queued entry in one LanceDB commit, then
     acknowledge them and delete the entries (module docstring for the order). The version committed (None when
     nothing was)."""
+    return fold_batch(store, objects, lease, own)[0]
+
+
+def fold_batch(store: MemoryStore, objects: Objects, lease: Lease, own: Any) -> tuple[int | None, set[str]]:
+    """`fold`: (the version committed, None when nothing was; the queued entries this fold acknowledged)."""
     import pyarrow as pa
 
     names = sorted(objects.names(QUEUE))
@@ -324,19 +348,74 @@ def fold(store: MemoryStore, objects: Objects, lease: Lease, own: Any) -> int | 
         record_ack(objects, new_stem(), store.current_version(), [i for ids in recovered.values() for i in ids],
                    lease.owner)
     parts = ([own] if own is not None else []) + list(entries.values())
+    failed: BaseException | None = None  # the commit's error, when rows of this batch are still not in the table
     if parts:
         schema = store.write_schema()
         data = pa.concat_tables([p.cast(schema) for p in parts]) if len(parts) > 1 else parts[0].cast(schema)
+        intent = ""
         if entries:
             intent = f"~fold-{new_stem()}.json"
             objects.put(f"{QUEUE}/{intent}", json.dumps({"entries": sorted(entries), "by": lease.owner}).encode())
-            done.append(f"{QUEUE}/{intent}")
         # fenced, read back, and its acknowledgement (every id in it) recorded before anything is deleted
-        version = store.commit_rows(data, data.column("id").to_pylist())
+        version, missing, failed = _commit(store, objects, lease, data)
+        unsure = {stem for stem, rows in entries.items() if missing & set(rows.column("id").to_pylist())}
+        done = [d for d in done if d[len(QUEUE) + 1 : -len(".arrow")] not in unsure]
+        left |= unsure  # not in the table: left in the queue (and its intent kept) for the next holder
+        if intent and not unsure:
+            done.append(f"{QUEUE}/{intent}")
+        if failed is not None and (own is None or not missing & set(own.column("id").to_pylist())):
+            log.warning("rows of a fold of %s are not committed (%s); their entries stay queued",
+                        objects.location, failed)
+            failed = None  # this caller's own rows are in (or it had none): the others' writers keep waiting
     done += [f"{QUEUE}/{name}" for name, named in intents.items() if named is not None and not named & left]
+    acknowledged = {d[len(QUEUE) + 1 : -len(".arrow")] for d in done if d.endswith(".arrow")}
     if done:
-        objects.delete_many(done)
-    return version
+        try:
+            objects.delete_many(done)
+        except Exception:  # acknowledged already: the next holder finds these entries' rows in the table, once
+            log.warning("could not delete the committed entries of %s from its queue", objects.location,
+                        exc_info=True)
+    if failed is not None:
+        raise failed
+    return version, acknowledged
+
+
+def _commit(store: MemoryStore, objects: Objects, lease: Lease, data: Any) -> tuple[int | None, set[str],
+                                                                                     BaseException | None]:
+    """Commit `data` (`store.commit_rows`: fenced, read back, acknowledged). A commit that fails may have landed all
+    the same — its request applied and its answer lost, or a step after it failing (the read back, the
+    acknowledgement's PUT) — so its ids are then looked up in the table at its newest version: those found are
+    acknowledged (at that version, never committed again), and only the missing ones are committed again, up to
+    `COMMIT_ATTEMPTS` commits. (the version, None if nothing was committed; the ids still missing; the last error,
+    None when none is missing). A lost lease (the fence) refuses at once: nothing was sent."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    version: int | None = None
+    error: BaseException | None = None
+    for _ in range(COMMIT_ATTEMPTS):
+        ids = data.column("id").to_pylist()
+        try:
+            return store.commit_rows(data, ids), set(), None
+        except LeaseLost:
+            raise
+        except Exception as exc:
+            error = exc
+        try:
+            present = store.ids_at_newest(ids)
+        except Exception:
+            log.debug("looking up the rows of a failed commit of %s failed", objects.location, exc_info=True)
+            break  # whether they landed is unknown: the error stands
+        if present:
+            version = store.current_version()
+            log.info("a commit of %s failed (%s) but %d of its %d rows are in the table at version %d: acknowledged",
+                     objects.location, error, len(present), len(ids), version)
+            record_ack(objects, new_stem(), version, [i for i in ids if i in present], lease.owner)
+        if len(present) == len(ids):
+            return version, set(), None
+        found = pa.array(sorted(present), data.column("id").type)
+        data = data.filter(pc.invert(pc.is_in(data.column("id"), value_set=found)))  # the missing rows, again
+    return version, set(data.column("id").to_pylist()), error
 
 
 def _get_all(objects: Objects, names: list[str]) -> list[bytes | None]:

@@ -1026,6 +1026,25 @@ class MemoryStore:
             return set()
         return {r.id for r in self.find(Filter().ids(wanted), limit=len(wanted))}
 
+    def ids_at_newest(self, ids: Iterable[str]) -> set[str]:
+        """Those of `ids` in the table at its newest version, read from LanceDB itself (the handle moved to the
+        newest manifest first; not the read index): after a commit that failed without saying whether it landed
+        (storage/groupcommit.py)."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return set()
+        if self.remote:
+            self._under_lease()
+        handle = self._handle
+        handle.checkout_latest()
+        self._version = int(handle.version)
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            query = handle.search().where(Filter().ids(part).sql()).select(["id"]).limit(len(part))
+            found.update(query.to_arrow().column("id").to_pylist())
+        return found
+
 
 def changed_columns(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """The columns besides validity (and the vector, which a write never takes from a record) in which row
