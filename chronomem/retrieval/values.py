@@ -58,12 +58,13 @@ _KINDS: tuple[tuple[str, Callable[[str], object], re.Pattern[str]], ...] = (
     ),
     ("number", re.compile(r"\d\d").search, re.compile(r"(?=\d)(?:(?<![\w#.\-/:])\d{2,}(?![\w.]*[A-Za-z])(?!\.\d))")),
 )
-#: A name (a person, a team, a product): capitalised words after the first word of a clause, or two or more
-#: at its start ("Core API owns …"), where one capital could be the sentence's; and what every such name holds.
+#: A name (a person, a team, a product): capitalised words after the first word of a clause or after an arrow
+#: ("Merchant Tools → Integrations": the arrow stands between two values), or two or more at its start ("Core API
+#: owns …"), where one capital could be the sentence's; and what every such name holds.
 _NAME = re.compile(
-    r"(?=[A-Z])(?:(?<=[a-z0-9,;)] )[A-Z][a-z][\w'-]*+(?: [A-Z][\w'-]*+)*|(?:^|(?<=[.!?] ))[A-Z][\w'-]*+(?: [A-Z][\w'-]*+)+)"
+    r"(?=[A-Z])(?:(?<=[a-z0-9,;)→>] )[A-Z][a-z][\w'-]*+(?: [A-Z][\w'-]*+)*|(?:^|(?<=[.!?] ))[A-Z][\w'-]*+(?: [A-Z][\w'-]*+)+)"
 )
-_NAME_HINT = re.compile(r"[a-z0-9,;)] [A-Z][a-z]|[A-Z][\w'-]* [A-Z]")
+_NAME_HINT = re.compile(r"[a-z0-9,;)→>] [A-Z][a-z]|[A-Z][\w'-]* [A-Z]")
 _SPACE_CAPITAL = re.compile(" [A-Z]")  # what every match of the name hint holds, found faster
 _TRAILING = ".,;:!?`'\")"
 

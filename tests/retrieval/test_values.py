@@ -20,7 +20,7 @@ PLAIN = {
     "identifier": r"\b[A-Z]{2,}(?: #?|#)\d+\b|\b[A-Za-z][A-Za-z0-9]*(?:(?:[_-]|::)[A-Za-z0-9]+)+\b"
     r"|\b[A-Za-z][a-z]+[A-Z]\w*\b|\b[A-Z]{2,}\d+\b",
     "number": r"(?<![\w#.\-/:])\d{2,}(?![\w.]*[A-Za-z])(?!\.\d)",
-    "name": r"(?<=[a-z0-9,;)] )[A-Z][a-z][\w'-]*(?: [A-Z][\w'-]*)*|(?:^|(?<=[.!?] ))[A-Z][\w'-]*(?: [A-Z][\w'-]*)+",
+    "name": r"(?<=[a-z0-9,;)→>] )[A-Z][a-z][\w'-]*(?: [A-Z][\w'-]*)*|(?:^|(?<=[.!?] ))[A-Z][\w'-]*(?: [A-Z][\w'-]*)+",
 }
 
 PIECES = [
@@ -30,6 +30,7 @@ PIECES = [
     "GET /api/v2/customers", "localhost:8080", "`nox -s tests`", "`src/app/`", "`2.19.7`", "no", "not", "whether",
     "Caroline", "LGBTQ", "café", "naïve-mode", "Ünïcode_name", "x", "__init__.py", "a.b.c", "1.2.3.4.5", "--flag",
     "C++", "node.js", "I'm", "O'Brien", "Mid-Term", "(see", "it)", "42", "#99", "a/b", "//", ".", ",", ";", "?", "!",
+    "→", "->", "=>",
 ]
 SEPARATORS = [" ", " ", " ", ", ", ". ", "; ", "\n", "", "-", "/", "_", ":", "."]
 
@@ -89,5 +90,8 @@ def test_each_kind_reads_its_shape() -> None:
     assert found["address"] == {"get /api/v2/customers", "localhost:8080"}
     assert found["version"] == {"2.24.2"} and found["identifier"] == {"mr_redis_url"} and found["number"] == {"6045"}
     assert found["name"] == {"identity"}
+    # an arrow stands between two values: the capital after it is a name, not a sentence's first word
+    assert value_kinds("thumbnails changed owner: Merchant Tools → Integrations.")["name"] == {"tools", "integrations"}
+    assert value_kinds("owner moved from the Core team -> Billing")["name"] == {"core", "billing"}
     assert differing_kinds(value_kinds("port 6045"), value_kinds("port 6046")) == {"number"}
     assert differing_kinds(value_kinds("port 6045"), value_kinds("port 6045 again")) == set()
