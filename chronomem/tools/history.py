@@ -19,6 +19,7 @@ from pydantic import Field
 from chronomem.config import MAX_LIMIT
 from chronomem.errors import InvalidInput, NotFound
 from chronomem.records import MemoryRecord, normalize_predicate, normalize_subject
+from chronomem.search.terms import mentioned, named_things
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
@@ -31,6 +32,11 @@ from chronomem.tools.validate import bounded_int, memory_id, require_text
 
 #: Memories a history by query starts from (each fact among them brings its whole chain).
 HISTORY_LIMIT = 10
+#: A memory `history(query)` finds is told in the timeline when its relevance is at least this share of the best
+#: match's (and it names what the best match names of the query); the rest follow by relevance. Of 0.7 (ranking's
+#: `newer_score_share`), 0.5, 0.3 and 0 tried on dev's 48 history questions, 0.5 is the largest share whose order
+#: holds (Kendall tau 0.54 / 0.76 / 0.98 / 0.98); a lower one lets other attributes of the thing lead the timeline.
+TIMELINE_SHARE = 0.5
 
 
 def history(
@@ -104,6 +110,7 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
     )
     scope = found.projects[0] if found.projects else svc.project(project)
     entries: dict[str, HistoryEntry] = {}
+    score_of: dict[str, float] = {}  # each entry's relevance: that of the result that brought it
     slots_done: set[tuple[str, str]] = set()
     for item in found.results:
         record = svc.store.get(item.id)
@@ -114,17 +121,29 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
                 continue
             slots_done.add((record.subject, record.predicate))
             rows = svc.store.find(Filter().projects([record.project]).slot(record.subject, record.predicate))
-            for entry in _slot_entries(svc, rows, now):
-                entries.setdefault(entry.id, entry)
+            found_entries = _slot_entries(svc, rows, now)
         else:
-            entries.setdefault(record.id, _entry(record, now))
-    # the `limit` memories most about the query (the ranking's order), told as a timeline: a history is read in
-    # the order things happened, and the ranking's order among them says nothing of that
+            found_entries = [_entry(record, now)]
+        for entry in found_entries:
+            entries.setdefault(entry.id, entry)
+            score_of.setdefault(entry.id, item.score or 0.0)
     chosen = list(entries.values())[: bounded_int(limit, "limit", 1, MAX_LIMIT)]
-    ordered = sorted(chosen, key=lambda e: (e.valid_at, e.created_at))
-    if not ordered:
+    if not chosen:
         return HistoryResult(project=scope, kind="query", entries=[], message=found.message)
-    head = f"{len(ordered)} memories about {query!r} in {scope}, oldest first"
+    # what is about the query nearly as much as the best match is told as a timeline, oldest first (a history is
+    # read in the order things happened); weaker matches follow by relevance
+    bar = TIMELINE_SHARE * max(score_of[e.id] for e in chosen)
+    best = max(chosen, key=lambda e: score_of[e.id])
+    projects = {p.lower() for p in svc.project_names().values()}
+    names = {n for n in named_things(str(query), ignore=projects) if mentioned(n, best.text.lower())}
+
+    def about_it(entry: HistoryEntry) -> bool:  # near the best match's relevance, naming what it names of the query
+        text = entry.text.lower()
+        return score_of[entry.id] >= bar and all(mentioned(n, text) for n in names)
+
+    timeline = sorted((e for e in chosen if about_it(e)), key=lambda e: (e.valid_at, e.created_at))
+    ordered = timeline + [e for e in chosen if not about_it(e)]
+    head = f"{len(ordered)} memories about {query!r} in {scope}: the {len(timeline)} closest oldest first"
     return HistoryResult(project=scope, kind="query", entries=ordered, message=head + ".")
 
 
