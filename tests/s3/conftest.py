@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,20 @@ def cli_env(s3_env: dict[str, str], tmp: Path) -> dict[str, str]:
     env["PYTHONPATH"] = str(REPO)
     env["HOME"] = str(tmp)
     return env
+
+
+@contextmanager
+def fault_proxy(upstream: str, *flags: str) -> Iterator[str]:
+    """tests/s3/faultproxy.py in a subprocess in front of `upstream`, with its command-line `flags`: its endpoint."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.s3.faultproxy", "--upstream", upstream, *flags],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    assert proc.stdout is not None
+    endpoint = proc.stdout.readline().strip()
+    assert endpoint.startswith("http://"), "the fault proxy did not start"
+    try:
+        yield endpoint
+    finally:
+        proc.kill()
+        proc.wait()

@@ -13,8 +13,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -26,7 +24,7 @@ import pytest
 from chronomem.config import StoreURI
 from chronomem.storage.filters import Filter
 
-from .conftest import REPO
+from .conftest import fault_proxy
 from .test_several_writers import acked_ids, finish, open_svc, spawn
 
 pytestmark = pytest.mark.slow
@@ -42,19 +40,9 @@ WHOLE = re.compile(r"^Writer (\w+) note number (\d+): unit \1/\2 is configured\.
 @pytest.fixture
 def proxy(local_s3: str) -> Iterator[str]:
     """The fault proxy in front of the session's local S3 server (its endpoint)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.s3.faultproxy", "--upstream", local_s3, "--seed", "48", "--p503", "0.10",
-         "--pdelay", "0.05", "--delay", str(DELAY_SECONDS), "--preset", "0.02"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    assert proc.stdout is not None
-    endpoint = proc.stdout.readline().strip()
-    assert endpoint.startswith("http://"), "the fault proxy did not start"
-    try:
+    flags = ("--seed", "48", "--p503", "0.10", "--pdelay", "0.05", "--delay", str(DELAY_SECONDS), "--preset", "0.02")
+    with fault_proxy(local_s3, *flags) as endpoint:
         yield endpoint
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def through(proxy: str, s3_env: dict[str, str]) -> dict[str, str]:

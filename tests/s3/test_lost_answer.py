@@ -8,8 +8,6 @@ Deterministic: no fault is drawn at random, each is a rule firing on chosen requ
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 
@@ -22,7 +20,7 @@ from chronomem.storage.groupcommit import QUEUE, read_record, to_ipc
 from chronomem.storage.remote import objects_of
 from chronomem.tools import remember
 
-from .conftest import REPO
+from .conftest import fault_proxy
 from .test_group_commit import prepared, queued
 
 #: How many answers to one PUT must fail for the object-store client to give up on it: its first try and its 10
@@ -33,19 +31,8 @@ ONE_REQUEST_FAILS = 11
 @pytest.fixture
 def rules_proxy(local_s3: str) -> Iterator[str]:
     """The fault proxy in front of the local S3 server, drawing no faults: only the rules a test sets inject any."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.s3.faultproxy", "--upstream", local_s3, "--p503", "0", "--pdelay", "0",
-         "--preset", "0"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
-    assert proc.stdout is not None
-    endpoint = proc.stdout.readline().strip()
-    assert endpoint.startswith("http://"), "the fault proxy did not start"
-    try:
+    with fault_proxy(local_s3, "--p503", "0", "--pdelay", "0", "--preset", "0") as endpoint:
         yield endpoint
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def set_rules(proxy: str, rules: list[dict]) -> None:
