@@ -46,7 +46,10 @@ def render(folder: Path) -> str:
         "decorates 20% of objects (seed 0); `confirming` also ends each probable update a reply lists, as `remember` asks. "
         "A `+` after the commit: chronomem/ had uncommitted changes then. Runs from fed4d37 on ask history questions "
         "through `history(query=…)`, earlier ones through `recall`: macro hit@1 (which averages history's hit@1 in) "
-        "moves with that; the other columns do not.",
+        "moves with that; the other columns do not. From ab78271 on, `history(query=…)` tells what it finds as a "
+        "timeline, oldest first: the order of a history is right more often (Kendall tau) and its first entry is more "
+        "often an older neighbour than the first value, so history's hit@1, and with it macro hit@1, is lower in the "
+        "rows from ab78271 than in older ones.",
         "",
         md_table(["split", "mode", *(label for label, _ in COLUMNS), "commit"], rows),
         "",
