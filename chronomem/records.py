@@ -237,7 +237,8 @@ def same_value(a: str, b: str) -> bool:
     return set(wa) <= set(wb) or set(wb) <= set(wa)
 
 
-_CODE_SPAN = re.compile(r"`[^`]*`")
+#: A code span, backticks and all (`ruff format .`).
+CODE_SPAN = re.compile(r"`[^`]*`")
 _TEXT_TOKEN = re.compile(r"`[^`]*`|[^\s`]+")
 _VALUE_SHAPE = re.compile(r"\d|\w[-./:@_#]\w|^[-~$/.]")
 
@@ -249,7 +250,7 @@ def _frame(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     words: list[str] = []
     values: list[str] = []
     for token in _TEXT_TOKEN.findall(text):
-        if _CODE_SPAN.fullmatch(token) or _VALUE_SHAPE.search(token.strip(".,;:!?()\"'")):
+        if CODE_SPAN.fullmatch(token) or _VALUE_SHAPE.search(token.strip(".,;:!?()\"'")):
             values.append(token.strip(".,;:!?()\"'").lower())
         else:
             word = token.strip(".,;:!?()\"'*-").lower()

@@ -48,7 +48,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from chronomem.facts import EXTRACTED_SOURCES, identifiers, record_salience, same_subject
-from chronomem.records import MemoryRecord, differs_only_in_values, same_value, value_kind
+from chronomem.records import CODE_SPAN, MemoryRecord, differs_only_in_values, same_value, value_kind
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
@@ -429,9 +429,6 @@ def _fuse(
     return out
 
 
-_CODE_SPAN = re.compile(r"`[^`]*`")
-
-
 @lru_cache(maxsize=1024)
 def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])")
@@ -446,7 +443,7 @@ def _demote_foreign(items: list[Ranked], query: QueryInfo, config: RankConfig) -
         return
     for item in items:
         text = item.candidate.record.content.lower()
-        prose = _CODE_SPAN.sub(" ", text)  # `uv run pytest`: another project's name as a word of a command
+        prose = CODE_SPAN.sub(" ", text)  # `uv run pytest`: another project's name as a word of a command
         if any(_mentions(prose, o) for o in query.other_project_names) and not any(
             _mentions(text, own) for own in query.project_names
         ):

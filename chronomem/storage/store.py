@@ -774,14 +774,7 @@ class MemoryStore:
 
     def _stored_rows(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The stored rows (every column, from the table itself) of those of `ids` that exist."""
-        out: dict[str, dict[str, Any]] = {}
-        wanted = sorted(set(ids))
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            query = self._table.search().where(Filter().ids(part).sql()).limit(len(part))
-            for row in query.to_arrow().to_pylist():
-                out[row["id"]] = row
-        return out
+        return {row["id"]: row for row in _rows_by_id(self._table, ids)}
 
     # ------------------------------------------------------------------ acknowledging
     def _guard(self, write: Callable[[], _Found]) -> _Found:
@@ -1030,7 +1023,7 @@ class MemoryStore:
         """Those of `ids` in the table at its newest version, read from LanceDB itself (the handle moved to the
         newest manifest first; not the read index): after a commit that failed without saying whether it landed
         (storage/groupcommit.py)."""
-        wanted = sorted(set(ids))
+        wanted = set(ids)
         if not wanted:
             return set()
         if self.remote:
@@ -1038,12 +1031,18 @@ class MemoryStore:
         handle = self._handle
         handle.checkout_latest()
         self._version = int(handle.version)
-        found: set[str] = set()
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            query = handle.search().where(Filter().ids(part).sql()).select(["id"]).limit(len(part))
-            found.update(query.to_arrow().column("id").to_pylist())
-        return found
+        return {row["id"] for row in _rows_by_id(handle, wanted, ["id"])}
+
+
+def _rows_by_id(table: Any, ids: Iterable[str], columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """The rows of `table` (those `columns`, else every one) whose id is among `ids`, read 500 ids a query."""
+    wanted = sorted(set(ids))
+    for start in range(0, len(wanted), 500):
+        part = wanted[start : start + 500]
+        query = table.search().where(Filter().ids(part).sql())
+        if columns is not None:
+            query = query.select(columns)
+        yield from query.limit(len(part)).to_arrow().to_pylist()
 
 
 def changed_columns(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -133,8 +133,8 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
         return HistoryResult(project=scope, kind="query", entries=[], message=found.message)
     # what is about the query nearly as much as the best match is told as a timeline, oldest first (a history is
     # read in the order things happened); weaker matches follow by relevance
-    bar = TIMELINE_SHARE * max(score_of[e.id] for e in chosen)
     best = max(chosen, key=lambda e: score_of[e.id])
+    bar = TIMELINE_SHARE * score_of[best.id]
     projects = {p.lower() for p in svc.project_names().values()}
     names = {n for n in named_things(str(query), ignore=projects) if mentioned(n, best.text.lower())}
 
@@ -142,8 +142,11 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
         text = entry.text.lower()
         return score_of[entry.id] >= bar and all(mentioned(n, text) for n in names)
 
-    timeline = sorted((e for e in chosen if about_it(e)), key=lambda e: (e.valid_at, e.created_at))
-    ordered = timeline + [e for e in chosen if not about_it(e)]
+    near = [about_it(e) for e in chosen]
+    timeline = sorted(
+        (e for e, in_it in zip(chosen, near, strict=True) if in_it), key=lambda e: (e.valid_at, e.created_at)
+    )
+    ordered = timeline + [e for e, in_it in zip(chosen, near, strict=True) if not in_it]
     head = f"{len(ordered)} memories about {query!r} in {scope}: the {len(timeline)} closest oldest first"
     return HistoryResult(project=scope, kind="query", entries=ordered, message=head + ".")
 
