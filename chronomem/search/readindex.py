@@ -250,6 +250,10 @@ class ReadIndex:
         #: Called when a catch-up finds rows gone from the table (a purge): the snapshot holding them goes too.
         self.on_rows_gone: Callable[[], None] | None = None
         self._lock = threading.RLock()
+        self._dataset: Any = None  # the table as a pylance dataset (`_dataset_at`)
+        self._dataset_source: Any = None  # the LanceDB table it was opened from
+        #: Rows the last catch-up's diff read (every row of the table, or those of its new fragments).
+        self.rows_diffed = 0
         self._clear()
 
     def _clear(self) -> None:
@@ -257,6 +261,8 @@ class ReadIndex:
         dim = self.dim
         self.version = -1
         self._n = 0
+        #: Fragment id -> its data files, at `version`, when known (`_by_fragments`); None: not known.
+        self._fragments: dict[int, tuple[str, ...]] | None = None
         self._pos: dict[str, int] = {}
         self._ids: list[str] = []  # row -> id (the same string objects as `_pos`'s keys)
         cap = 1024
@@ -354,6 +360,8 @@ class ReadIndex:
         with index._lock:
             index._load(table, scan_limit)
             index.version = version
+            dataset = index._dataset_at(table, version)
+            index._fragments = _fragment_files(dataset) if dataset is not None else None
         return index
 
     def _load(self, table: Any, scan_limit: int) -> None:
@@ -519,12 +527,20 @@ class ReadIndex:
     def catch_up(self, table: Any, scan_limit: int) -> None:
         """Bring the copy to the table's current version: a diff of every column a write can change
         (all but content and vectors, which a row never changes), then the new or changed rows read by id.
-        Rows gone from the table (a purge rewrote it) make it read the whole table again."""
+
+        The diff reads only the fragments that are new since the version the copy holds, when the copy knows its
+        fragments (`_by_fragments`); else, or when rows went (a purge rewrote the table), every row, and rows gone
+        make it read the whole table again."""
         with self._lock:
             version = table.version
             if version == self.version:
                 return
+            dataset = self._dataset_at(table, version)
+            if dataset is not None and self._by_fragments(dataset, scan_limit):
+                self.version = version
+                return
             scan = table.search().select(SYNC_COLUMNS).limit(scan_limit).to_arrow()
+            self.rows_diffed = scan.num_rows
             ids = scan.column("id").to_pylist()
             rows = np.fromiter((self._pos.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
             known = rows >= 0
@@ -537,11 +553,10 @@ class ReadIndex:
                 self._clear()
                 self._load(table, scan_limit)
                 self.version = version
+                self._fragments = _fragment_files(dataset) if dataset is not None else None
                 log.debug("read index rebuilt at version %d: %d rows were gone", version, int(gone.sum()))
                 return
-            changed = self._changed(scan, rows, known)
-            new_ids = [ids[i] for i in np.flatnonzero(~known)]
-            changed_ids = [ids[i] for i in np.flatnonzero(changed)]
+            new_ids, changed_ids = self._new_and_changed(scan, ids, rows, known)
             for part in _batches(new_ids):
                 self._append(table.search().where(Filter().ids(part).sql()).limit(len(part)).to_arrow())
             names = self._result_schema.names
@@ -549,7 +564,62 @@ class ReadIndex:
                 fetched = table.search().where(Filter().ids(part).sql()).select(names).limit(len(part)).to_arrow()
                 self._replace({self._pos[r["id"]]: r for r in fetched.to_pylist()})
             self.version = version
+            self._fragments = _fragment_files(dataset) if dataset is not None else None
             log.debug("read index caught up to version %d: %d new, %d changed", version, len(new_ids), len(changed_ids))
+
+    def _by_fragments(self, dataset: Any, scan_limit: int) -> bool:
+        """Catch up from the fragments whose data files the copy has not read: a commit adds fragments (an update
+        too: Lance deletes the old row and writes the new one in a new fragment; a compaction rewrites them), so
+        the rows of the others are as the copy holds them, or deleted. Deleted rows are either in a new fragment
+        (updated: diffed like any other) or gone, which the row count tells: then False, nothing changed, and the
+        full diff decides. On a shared store this is what keeps a read from costing a request per fragment of the
+        table each time another writer commits (issue 48)."""
+        if self._fragments is None:
+            return False
+        current = _fragment_files(dataset)
+        fresh = [f for f in dataset.get_fragments() if self._fragments.get(f.fragment_id) != current[f.fragment_id]]
+        if not fresh:
+            if int(dataset.count_rows()) != int(self._alive[: self._n].sum()):
+                return False
+            self._fragments, self.rows_diffed = current, 0
+            return True
+        scan = dataset.scanner(columns=SYNC_COLUMNS, fragments=fresh, limit=scan_limit).to_table()
+        ids = scan.column("id").to_pylist()
+        rows = np.fromiter((self._pos.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        known = rows >= 0
+        if int(dataset.count_rows()) != int(self._alive[: self._n].sum()) + int((~known).sum()):
+            return False
+        self.rows_diffed = scan.num_rows
+        new_ids, changed_ids = self._new_and_changed(scan, ids, rows, known)
+        for part in _batches(new_ids):
+            self._append(dataset.scanner(fragments=fresh, filter=Filter().ids(part).sql()).to_table())
+        names = self._result_schema.names
+        for part in _batches(changed_ids):
+            fetched = dataset.scanner(columns=names, fragments=fresh, filter=Filter().ids(part).sql()).to_table()
+            self._replace({self._pos[r["id"]]: r for r in fetched.to_pylist()})
+        log.debug("read index caught up from %d fragments: %d new, %d changed", len(fresh), len(new_ids), len(changed_ids))
+        self._fragments = current
+        return True
+
+    def _new_and_changed(self, scan: Any, ids: list[str], rows: np.ndarray, known: np.ndarray) -> tuple[list[str], list[str]]:
+        """Of the scanned rows, the ids the copy lacks and those it holds with other values."""
+        changed = self._changed(scan, rows, known)
+        return [ids[i] for i in np.flatnonzero(~known)], [ids[i] for i in np.flatnonzero(changed)]
+
+    def _dataset_at(self, table: Any, version: int) -> Any:
+        """The table as a pylance dataset at `version` (a LanceDB table's is opened once, then moved version to
+        version: only the manifest is read); None when it cannot be had (the full diff then does without)."""
+        if hasattr(table, "get_fragments"):
+            return table
+        try:
+            if self._dataset is None or self._dataset_source is not table:
+                self._dataset, self._dataset_source = table.to_lance(), table
+            if self._dataset.version != version:
+                self._dataset = self._dataset.checkout_version(version)
+        except Exception as exc:  # noqa: BLE001  (the full diff reads through LanceDB and says what failed)
+            log.debug("read index: no pylance dataset of the table (%s); diffing every row", exc)
+            self._dataset = self._dataset_source = None
+        return self._dataset
 
     def _changed(self, scan: Any, rows: np.ndarray, known: np.ndarray) -> np.ndarray:
         """Which scanned rows (of those held: `known`) differ from the copy in any column of SYNC_COLUMNS."""
@@ -869,6 +939,11 @@ class ReadIndex:
         if sort:
             out.sort(key=lambda pair: (-pair[1], pair[0].id))
         return out
+
+
+def _fragment_files(dataset: Any) -> dict[int, tuple[str, ...]]:
+    """Each fragment of a pylance dataset by id, with its data files (from the manifest: no request)."""
+    return {f.fragment_id: tuple(d.path for d in f.metadata.files) for f in dataset.get_fragments()}
 
 
 def _column_differs(mine: Any, theirs: Any) -> np.ndarray:
