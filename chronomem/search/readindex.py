@@ -583,17 +583,28 @@ class ReadIndex:
                 return False
             self._fragments, self.rows_diffed = current, 0
             return True
-        scan = dataset.scanner(columns=SYNC_COLUMNS, fragments=fresh, limit=scan_limit).to_table()
+        # A few rows (another writer's commits since the last read): every column at once, no second read by id.
+        whole = sum(f.metadata.physical_rows for f in fresh) <= FETCH_BATCH
+        scan = dataset.scanner(columns=None if whole else SYNC_COLUMNS, fragments=fresh, limit=scan_limit).to_table()
         ids = scan.column("id").to_pylist()
         rows = np.fromiter((self._pos.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
         known = rows >= 0
         if int(dataset.count_rows()) != int(self._alive[: self._n].sum()) + int((~known).sum()):
             return False
         self.rows_diffed = scan.num_rows
-        new_ids, changed_ids = self._new_and_changed(scan, ids, rows, known)
+        changed = self._changed(scan, rows, known)
+        names = self._result_schema.names
+        if whole:
+            import pyarrow as pa
+
+            self._append(scan.filter(pa.array(~known)))
+            self._replace({self._pos[r["id"]]: r for r in scan.select(names).filter(pa.array(changed)).to_pylist()})
+            log.debug("read index caught up from %d fragments: %d new, %d changed", len(fresh), int((~known).sum()), int(changed.sum()))
+            self._fragments = current
+            return True
+        new_ids, changed_ids = [ids[i] for i in np.flatnonzero(~known)], [ids[i] for i in np.flatnonzero(changed)]
         for part in _batches(new_ids):
             self._append(dataset.scanner(fragments=fresh, filter=Filter().ids(part).sql()).to_table())
-        names = self._result_schema.names
         for part in _batches(changed_ids):
             fetched = dataset.scanner(columns=names, fragments=fresh, filter=Filter().ids(part).sql()).to_table()
             self._replace({self._pos[r["id"]]: r for r in fetched.to_pylist()})
@@ -888,6 +899,18 @@ class ReadIndex:
                 for i, row in zip(which[near][alike].tolist(), nearest[near][alike].tolist(), strict=True):
                     found.setdefault(ids[i], []).append(self._ids[row])
             return {key: tuple(value) for key, value in found.items()}
+
+    def slot_keys(self, flt: Filter) -> set[tuple[str, str]] | None:
+        """Distinct (subject, predicate) of the rows passing `flt` (a row never changes either), or None if `flt`
+        is not evaluable."""
+        import pyarrow as pa
+
+        with self._lock:
+            keep = self.mask(flt)
+            if keep is None:
+                return None
+            pairs = self._table().select(["subject", "predicate"]).filter(pa.array(keep[: self._n]))
+            return {(s, p) for s, p in zip(*(c.to_pylist() for c in pairs.columns), strict=True) if s is not None and p is not None}
 
     def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None:
         """Rows passing `flt` in the order they were added (as a LanceDB scan), or None if `flt` is not evaluable."""

@@ -1004,7 +1004,13 @@ class MemoryStore:
         return rows
 
     def slot_keys(self, flt: Filter) -> set[tuple[str, str]]:
-        """Distinct (subject, predicate) of the facts passing `flt`: a scan of two short columns."""
+        """Distinct (subject, predicate) of the facts passing `flt`: the read index's when it is up to date, else a
+        scan of two short columns (on a shared store ~0.5 s a time once a few hundred commits are in: issue 48)."""
+        index = self._index_for_reading()
+        if index is not None:
+            keys = index.slot_keys(flt)
+            if keys is not None:
+                return keys
         query = self._table.search().select(["subject", "predicate"]).limit(SCAN_LIMIT)
         sql = flt.sql()
         if sql:

@@ -17,6 +17,7 @@ lookup per row. The table is created at the first append: a store nobody recalle
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -26,6 +27,11 @@ from chronomem.config import StoreLocation, is_remote
 from chronomem.records import UTC, Usage, anchor_map
 from chronomem.storage.commitwatch import CommitWatch
 from chronomem.storage.schema import USAGE_TABLE, usage_schema
+
+#: On a shared store, how long an absent usage table is taken as still absent: looking is a listing of the bucket
+#: (~20-30 ms on the local S3 server) that every read made until another writer's first recall created it, and
+#: usage only adjusts ranking, so a few seconds' lag in seeing the first usage row costs nothing (issue 48).
+ABSENT_FOR_SECONDS = 5.0
 
 
 class UsageLog:
@@ -38,6 +44,7 @@ class UsageLog:
         self._table: Any = None
         self._version: int | None = None
         self._latest: dict[str, Usage] = {}
+        self._absent_since: float | None = None  # when a shared store's table was last looked for and not there
         self._lock = threading.Lock()
         self._watch = CommitWatch.of(path, f"{USAGE_TABLE}.lance")
 
@@ -46,8 +53,17 @@ class UsageLog:
         if is_remote(self.path):  # one listing, only until the table is there (then `_table` is kept)
             from chronomem.storage.remote import objects_of
 
-            return bool(objects_of(self.path).names(f"{USAGE_TABLE}.lance/_versions"))  # type: ignore[arg-type]
+            there = bool(objects_of(self.path).names(f"{USAGE_TABLE}.lance/_versions"))  # type: ignore[arg-type]
+            self._absent_since = None if there else time.monotonic()
+            return there
         return (Path(self.path) / f"{USAGE_TABLE}.lance").is_dir()
+
+    def _exists_for_reading(self) -> bool:
+        """`_exists`, but a shared store's table found absent is not looked for again for ABSENT_FOR_SECONDS (reads
+        only: a purge or an upkeep looks every time)."""
+        if self._absent_since is not None and time.monotonic() - self._absent_since < ABSENT_FOR_SECONDS:
+            return False
+        return self._exists()
 
     def _handle(self, create: bool = False) -> Any:
         if self._table is None:
@@ -67,7 +83,7 @@ class UsageLog:
         with self._lock:
             if self._version is not None and not self._watch.moved(self._version):
                 return self._latest
-            if self._table is None and not self._exists():
+            if self._table is None and not self._exists_for_reading():
                 return self._latest
             if self._table is None and not is_remote(self.path):
                 return self._read_quickly()

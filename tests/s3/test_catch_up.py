@@ -26,3 +26,32 @@ def test_a_reader_diffs_only_the_notes_another_writer_committed(s3_uri: str, emb
     assert sorted(r.id for r in reader.store.find(Filter().ids(later))) == sorted(later)
     assert index.rows_diffed == 2
     assert len(reader.store.find(Filter().kinds(["chunk"]))) == 4
+
+
+def test_a_usage_table_another_writer_creates_is_seen_within_the_absent_window(
+    s3_uri: str, embedder, monkeypatch
+) -> None:
+    """Reads on a shared store do not list the bucket for the usage side table each time while it is absent (each
+    read did), and still see it once another writer creates it: at most ABSENT_FOR_SECONDS later."""
+    import time
+
+    from chronomem.records import Usage
+    from chronomem.storage import usage
+
+    monkeypatch.setattr(usage, "ABSENT_FOR_SECONDS", 1.0)
+    reader = MemoryService(Settings(store_path=StoreURI(s3_uri), project="proj"), embedder=embedder)
+    writer = MemoryService(Settings(store_path=StoreURI(s3_uri), project="proj"), embedder=embedder)
+    made = remember(writer, "The release branch is cut on Thursdays.")
+    assert reader.store.usage.latest() == {}
+    looked = time.monotonic()
+    writer.store.usage.append([Usage(id=made.id, at=made_at(writer, made.id), boost=2.0)])
+    if time.monotonic() - looked < 0.9:
+        assert reader.store.usage.latest() == {}  # within the window: not looked for again
+    time.sleep(max(0.0, 1.1 - (time.monotonic() - looked)))
+    assert reader.store.usage.latest()[made.id].boost == 2.0
+
+
+def made_at(svc: MemoryService, memory_id: str):
+    record = svc.store.get(memory_id)
+    assert record is not None
+    return record.created_at

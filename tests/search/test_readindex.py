@@ -274,6 +274,19 @@ def test_a_catch_up_diffs_only_what_other_writers_added_or_changed(pair: tuple[M
     assert indexed.read_index.rows == 54
 
 
+def test_slot_keys_are_lancedbs(pair: tuple[MemoryStore, MemoryStore]) -> None:
+    indexed, plain = pair
+    rng = random.Random(13)
+    rows = make_rows(rng, 40)
+    facts = [r.copy(kind="fact", subject=rng.choice(["api", "db", None]), predicate=rng.choice(["port", "owner"]))
+             for r in rows[:30]]
+    indexed.add(facts + rows[30:])
+    plain.add(make_rows(rng, 2))  # the index catches up first
+    for flt in filters():
+        assert indexed.slot_keys(flt) == plain.slot_keys(flt), flt.sql()
+    assert indexed.read_index.slot_keys(Filter().kinds(["fact"])) == {(s, p) for s in ("api", "db") for p in ("port", "owner")}
+
+
 def test_filters_it_cannot_evaluate_go_to_lancedb(pair: tuple[MemoryStore, MemoryStore]) -> None:
     indexed, plain = pair
     rng = random.Random(5)
