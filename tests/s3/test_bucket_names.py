@@ -172,6 +172,7 @@ def test_the_cli_says_a_bad_bucket_or_endpoint_in_one_line(s3_env: dict[str, str
             assert "Traceback" not in out.stderr and "panicked" not in out.stderr and out.stdout == ""
 
 
+@pytest.mark.slow  # full suite only: three CLI runs on the local S3 server (issue 46: quick run ≤ 150 s)
 def test_lancedb_client_options_work_on_a_real_store(local_s3: str, s3_env: dict[str, str], tmp_path: Path) -> None:
     """`allow_http` and `timeout` in CHRONOMEM_STORAGE_OPTIONS (LanceDB's documented storage options) made every
     command panic in obstore ("Expected config prefix to start with aws_"); they now reach the HTTP client."""

@@ -23,6 +23,10 @@ from chronomem.tools import remember
 from .conftest import fault_proxy
 from .test_group_commit import prepared, queued
 
+#: In the full suite (.ci/run), not the quick one: answers lost through the fault proxy (~13 s). The quick run keeps
+#: a shared store's round trip, its group commit and catch-up (issue 46: the quick run within 150 s on two cores).
+pytestmark = pytest.mark.slow
+
 #: How many answers to one PUT must fail for the object-store client to give up on it: its first try and its 10
 #: retries (object_store's default). The next PUT of the same object then goes through.
 ONE_REQUEST_FAILS = 11
