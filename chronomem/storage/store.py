@@ -806,10 +806,30 @@ class MemoryStore:
         )
 
     def _commit(self, data: Any, write: Callable[[], Any]) -> None:
-        """Commit `data` (`write` returns LanceDB's result, with the version), read it back, acknowledge it."""
+        """Commit `data` (`write` returns LanceDB's result, with the version), read it back, acknowledge it.
+
+        On a shared store, a commit that landed can still fail a request after it (its read back, its
+        acknowledgement's PUT: a 503 storm, a timeout, a reset). Refusing then would tell the caller a write failed
+        that is stored, and a caller that retries would store it twice; so its rows are looked up at the table's
+        newest version and, all there, acknowledged again (once more: a second failure is said as before). The group
+        commit's folds do the same (storage/groupcommit.py, `_commit`)."""
         version = int(self._guard(write).version)
         self._after_write(data, version)
-        self._acknowledge(data, version)
+        try:
+            self._acknowledge(data, version)
+        except StoreError as error:
+            if not self.remote or data is None or not self._landed(data.column("id").to_pylist()):
+                raise
+            log.warning("a commit's answer was lost after it landed (%s); its rows are there: acknowledged again", error)
+            self._record_remote_ack(version, data.column("id").to_pylist())
+
+    def _landed(self, ids: Sequence[str]) -> bool:
+        """Whether every one of `ids` is in the table at its newest version (False when that cannot be read)."""
+        try:
+            return set(ids) <= self.ids_at_newest(ids)
+        except Exception:  # noqa: BLE001  (the caller raises its own error, which says what failed first)
+            log.debug("looking up a commit's rows failed", exc_info=True)
+            return False
 
     def _acknowledge(self, data: Any, version: int | None = None, acknowledged: Sequence[str] | None = None) -> None:
         """Read our rows back from the committed version, then record it in the ledger (storage/ledger.py).

@@ -123,3 +123,26 @@ def test_a_manifest_put_whose_answer_is_lost_is_settled_by_lance(through_proxy, 
     note = remember(writer, "The on-call rotation changes every Monday at 09:00.")
     assert rules_left(rules_proxy) == [0], "the commit's manifest PUT did not meet the fault"
     assert chunk_ids(straight()).count(note.id) == 1
+
+
+@pytest.mark.parametrize("fault", [
+    {"method": "PUT", "contains": "/_chronomem/acks/", "fault": "503"},
+    {"method": "PUT", "contains": "/_chronomem/acks/", "fault": "reset-after"},
+], ids=["503", "reset-after"])
+def test_a_direct_commit_whose_acknowledgement_is_lost_is_answered_and_stored_once(through_proxy, rules_proxy,
+                                                                                  s3_uri: str, fault: dict) -> None:
+    """A write that read the store under the lease first (a fact's slot is resolved against the stored ones) commits
+    directly, not through the queue. Its commit lands; the PUT of its acknowledgement fails. Refusing would tell the
+    caller the note failed although it is stored, and a caller that retries would store it twice: the rows are looked
+    up at the newest version, found, and acknowledged again."""
+    writer, straight = through_proxy
+    set_rules(rules_proxy, [{**fault, "times": ONE_REQUEST_FAILS}])
+    note = remember(writer, "The API gateway is Envoy since the migration.",
+                    facts=[{"subject": "proj", "predicate": "api gateway", "object": "Envoy"}])
+    assert rules_left(rules_proxy) == [0], "the commit's acknowledgement did not meet the faults"
+    reader = straight()
+    assert chunk_ids(reader).count(note.id) == 1
+    facts = [r for r in reader.store.find(Filter().kinds(["fact"])) if r.object == "Envoy"]
+    assert len(facts) == 1
+    acked, _, _ = read_record(objects_of(StoreURI(s3_uri)))
+    assert {note.id, facts[0].id} <= acked
