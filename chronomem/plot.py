@@ -11,6 +11,11 @@ non-interactive Agg backend (no display needed); the format follows the file's s
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,8 +46,20 @@ def _time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
+def _config_dir_of_our_own() -> None:
+    """matplotlib keeps its font list and config in ~/.cache/matplotlib and ~/.config/matplotlib unless MPLCONFIGDIR
+    says where; chronomem writes nothing outside its store (issue 46), so a process that plots and has not set it
+    gets a temporary one, removed at exit (the font list is made again each time: ~0.5 s of a plot)."""
+    if "MPLCONFIGDIR" in os.environ or "matplotlib" in sys.modules:
+        return
+    folder = tempfile.mkdtemp(prefix="chronomem-matplotlib-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["MPLCONFIGDIR"] = folder
+
+
 def draw_timeline(drawn: TimelineResult) -> Plotted:
     """A matplotlib figure of `drawn`'s bars (not saved); `values` lists what each bar shows."""
+    _config_dir_of_our_own()
     import matplotlib
 
     matplotlib.use("Agg")

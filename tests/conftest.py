@@ -60,22 +60,27 @@ _RUN_CACHE: list[str] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Any int8 copy a test makes (from a float32 folder, ~2 s) goes to a folder of this run, not the user's cache."""
-    if "CHRONOMEM_CACHE_DIR" not in os.environ:
-        import tempfile
+    """Any int8 copy a test makes (from a float32 folder, ~2 s) goes to a folder of this run, not the user's cache;
+    so does matplotlib's font list, for the tests that read a plot's pixels with matplotlib before chronomem.plot
+    gives it a folder of its own (it would write ~/.cache/matplotlib)."""
+    import tempfile
 
-        _RUN_CACHE.append(tempfile.mkdtemp(prefix="chronomem-test-cache-"))
-        os.environ["CHRONOMEM_CACHE_DIR"] = _RUN_CACHE[0]
+    for name, prefix in (("CHRONOMEM_CACHE_DIR", "chronomem-test-cache-"), ("MPLCONFIGDIR", "chronomem-test-mpl-")):
+        if name not in os.environ:
+            folder = tempfile.mkdtemp(prefix=prefix)
+            _RUN_CACHE.append(folder)
+            os.environ[name] = folder
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Remove this run's cache folder (~60 MB: an int8 copy)."""
+    """Remove this run's folders (the cache: ~60 MB, an int8 copy)."""
     import shutil
 
     for folder in _RUN_CACHE:
         shutil.rmtree(folder, ignore_errors=True)
-        if os.environ.get("CHRONOMEM_CACHE_DIR") == folder:
-            del os.environ["CHRONOMEM_CACHE_DIR"]
+        for name in ("CHRONOMEM_CACHE_DIR", "MPLCONFIGDIR"):
+            if os.environ.get(name) == folder:
+                del os.environ[name]
 
 
 @pytest.fixture(scope="session")

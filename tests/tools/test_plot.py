@@ -141,3 +141,24 @@ def test_the_current_value_is_drawn_up_to_now_with_a_width_in_its_own_colour(tmp
         if all(abs(float(c) - g) < 0.03 for c, g in zip(px, to_rgb(COLOURS["current"]), strict=True))
     )
     assert green > 100, green  # the current bar is visible in its colour
+
+
+def test_plotting_writes_nothing_into_home(tmp_path: Path) -> None:
+    """matplotlib's font list and config went to ~/.cache/matplotlib and ~/.config/matplotlib; a plot now leaves
+    an empty HOME empty (issue 46: nothing written outside the store) and removes its own folder at exit."""
+    import os
+
+    home, out = tmp_path / "home", tmp_path / "t.png"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MPLCONFIGDIR", "XDG_"))}
+    env.update(HOME=str(home), TMPDIR=str(tmp_path), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    code = ("import sys\n"
+            "from tests.tools.test_plot import fixture_chain\n"
+            "from chronomem.plot import plot_timeline\n"
+            "print(plot_timeline(fixture_chain(), sys.argv[1]).values)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size > 5_000
+    assert sorted(p.name for p in home.rglob("*")) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "t.png"]  # its temporary folder removed at exit
