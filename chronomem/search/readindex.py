@@ -361,7 +361,7 @@ class ReadIndex:
             index._load(table, scan_limit)
             index.version = version
             dataset = index._dataset_at(table, version)
-            index._fragments = _fragment_files(dataset) if dataset is not None else None
+            index._fragments = _fragment_files(dataset.get_fragments()) if dataset is not None else None
         return index
 
     def _load(self, table: Any, scan_limit: int) -> None:
@@ -553,19 +553,18 @@ class ReadIndex:
                 self._clear()
                 self._load(table, scan_limit)
                 self.version = version
-                self._fragments = _fragment_files(dataset) if dataset is not None else None
+                self._fragments = _fragment_files(dataset.get_fragments()) if dataset is not None else None
                 log.debug("read index rebuilt at version %d: %d rows were gone", version, int(gone.sum()))
                 return
-            new_ids, changed_ids = self._new_and_changed(scan, ids, rows, known)
-            for part in _batches(new_ids):
-                self._append(table.search().where(Filter().ids(part).sql()).limit(len(part)).to_arrow())
-            names = self._result_schema.names
-            for part in _batches(changed_ids):
-                fetched = table.search().where(Filter().ids(part).sql()).select(names).limit(len(part)).to_arrow()
-                self._replace({self._pos[r["id"]]: r for r in fetched.to_pylist()})
+
+            def by_id(part: list[str], columns: list[str] | None) -> Any:
+                query = table.search().where(Filter().ids(part).sql())
+                return (query if columns is None else query.select(columns)).limit(len(part)).to_arrow()
+
+            new, changed = self._take_in(scan, ids, rows, known, by_id)
             self.version = version
-            self._fragments = _fragment_files(dataset) if dataset is not None else None
-            log.debug("read index caught up to version %d: %d new, %d changed", version, len(new_ids), len(changed_ids))
+            self._fragments = _fragment_files(dataset.get_fragments()) if dataset is not None else None
+            log.debug("read index caught up to version %d: %d new, %d changed", version, new, changed)
 
     def _by_fragments(self, dataset: Any, scan_limit: int) -> bool:
         """Catch up from the fragments whose data files the copy has not read: a commit adds fragments (an update
@@ -576,46 +575,52 @@ class ReadIndex:
         table each time another writer commits (issue 48)."""
         if self._fragments is None:
             return False
-        current = _fragment_files(dataset)
-        fresh = [f for f in dataset.get_fragments() if self._fragments.get(f.fragment_id) != current[f.fragment_id]]
-        if not fresh:
-            if int(dataset.count_rows()) != int(self._alive[: self._n].sum()):
-                return False
-            self._fragments, self.rows_diffed = current, 0
-            return True
+        fragments = dataset.get_fragments()
+        current = _fragment_files(fragments)
+        fresh = [f for f in fragments if self._fragments.get(f.fragment_id) != current[f.fragment_id]]
         # A few rows (another writer's commits since the last read): every column at once, no second read by id.
         whole = sum(f.metadata.physical_rows for f in fresh) <= FETCH_BATCH
-        scan = dataset.scanner(columns=None if whole else SYNC_COLUMNS, fragments=fresh, limit=scan_limit).to_table()
-        ids = scan.column("id").to_pylist()
+        scan = (
+            dataset.scanner(columns=None if whole else SYNC_COLUMNS, fragments=fresh, limit=scan_limit).to_table()
+            if fresh
+            else None
+        )
+        ids = scan.column("id").to_pylist() if scan is not None else []
         rows = np.fromiter((self._pos.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
         known = rows >= 0
         if int(dataset.count_rows()) != int(self._alive[: self._n].sum()) + int((~known).sum()):
             return False
-        self.rows_diffed = scan.num_rows
-        changed = self._changed(scan, rows, known)
-        names = self._result_schema.names
-        if whole:
+        self.rows_diffed = 0 if scan is None else scan.num_rows
+        if scan is not None:
             import pyarrow as pa
+            import pyarrow.compute as pc
 
-            self._append(scan.filter(pa.array(~known)))
-            self._replace({self._pos[r["id"]]: r for r in scan.select(names).filter(pa.array(changed)).to_pylist()})
-            log.debug("read index caught up from %d fragments: %d new, %d changed", len(fresh), int((~known).sum()), int(changed.sum()))
-            self._fragments = current
-            return True
-        new_ids, changed_ids = [ids[i] for i in np.flatnonzero(~known)], [ids[i] for i in np.flatnonzero(changed)]
-        for part in _batches(new_ids):
-            self._append(dataset.scanner(fragments=fresh, filter=Filter().ids(part).sql()).to_table())
-        for part in _batches(changed_ids):
-            fetched = dataset.scanner(columns=names, fragments=fresh, filter=Filter().ids(part).sql()).to_table()
-            self._replace({self._pos[r["id"]]: r for r in fetched.to_pylist()})
-        log.debug("read index caught up from %d fragments: %d new, %d changed", len(fresh), len(new_ids), len(changed_ids))
+            def by_id(part: list[str], columns: list[str] | None) -> Any:
+                if whole:
+                    taken = scan.filter(pc.is_in(scan.column("id"), value_set=pa.array(part)))
+                    return taken if columns is None else taken.select(columns)
+                return dataset.scanner(columns=columns, fragments=fresh, filter=Filter().ids(part).sql()).to_table()
+
+            new, changed = self._take_in(scan, ids, rows, known, by_id)
+            log.debug("read index caught up from %d fragments: %d new, %d changed", len(fresh), new, changed)
         self._fragments = current
         return True
 
-    def _new_and_changed(self, scan: Any, ids: list[str], rows: np.ndarray, known: np.ndarray) -> tuple[list[str], list[str]]:
-        """Of the scanned rows, the ids the copy lacks and those it holds with other values."""
+    def _take_in(
+        self, scan: Any, ids: list[str], rows: np.ndarray, known: np.ndarray,
+        by_id: Callable[[list[str], list[str] | None], Any],
+    ) -> tuple[int, int]:
+        """Of the scanned rows (their ids, positions in the copy, whether it holds them), append those the copy lacks
+        and put in the values of those it holds that differ, each read `FETCH_BATCH` ids at a time by `by_id(ids,
+        columns)` (None: every column); how many of each."""
         changed = self._changed(scan, rows, known)
-        return [ids[i] for i in np.flatnonzero(~known)], [ids[i] for i in np.flatnonzero(changed)]
+        new_ids, changed_ids = [ids[i] for i in np.flatnonzero(~known)], [ids[i] for i in np.flatnonzero(changed)]
+        for part in _batches(new_ids):
+            self._append(by_id(part, None))
+        names = self._result_schema.names
+        for part in _batches(changed_ids):
+            self._replace({self._pos[r["id"]]: r for r in by_id(part, names).to_pylist()})
+        return len(new_ids), len(changed_ids)
 
     def _dataset_at(self, table: Any, version: int) -> Any:
         """The table as a pylance dataset at `version` (a LanceDB table's is opened once, then moved version to
@@ -910,7 +915,8 @@ class ReadIndex:
             if keep is None:
                 return None
             pairs = self._table().select(["subject", "predicate"]).filter(pa.array(keep[: self._n]))
-            return {(s, p) for s, p in zip(*(c.to_pylist() for c in pairs.columns), strict=True) if s is not None and p is not None}
+            subjects, predicates = (column.to_pylist() for column in pairs.columns)
+            return {(s, p) for s, p in zip(subjects, predicates, strict=True) if s is not None and p is not None}
 
     def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None:
         """Rows passing `flt` in the order they were added (as a LanceDB scan), or None if `flt` is not evaluable."""
@@ -964,9 +970,9 @@ class ReadIndex:
         return out
 
 
-def _fragment_files(dataset: Any) -> dict[int, tuple[str, ...]]:
-    """Each fragment of a pylance dataset by id, with its data files (from the manifest: no request)."""
-    return {f.fragment_id: tuple(d.path for d in f.metadata.files) for f in dataset.get_fragments()}
+def _fragment_files(fragments: Iterable[Any]) -> dict[int, tuple[str, ...]]:
+    """Each of a pylance dataset's fragments by id, with its data files (from the manifest: no request)."""
+    return {f.fragment_id: tuple(d.path for d in f.metadata.files) for f in fragments}
 
 
 def _column_differs(mine: Any, theirs: Any) -> np.ndarray:

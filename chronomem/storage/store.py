@@ -818,10 +818,11 @@ class MemoryStore:
         try:
             self._acknowledge(data, version)
         except StoreError as error:
-            if not self.remote or data is None or not self._landed(data.column("id").to_pylist()):
+            ids = [] if data is None else data.column("id").to_pylist()
+            if not self.remote or not ids or not self._landed(ids):
                 raise
             log.warning("a commit's answer was lost after it landed (%s); its rows are there: acknowledged again", error)
-            self._record_remote_ack(version, data.column("id").to_pylist())
+            self._record_remote_ack(version, ids)
 
     def _landed(self, ids: Sequence[str]) -> bool:
         """Whether every one of `ids` is in the table at its newest version (False when that cannot be read)."""
