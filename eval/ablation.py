@@ -123,11 +123,15 @@ _OFF = RankConfig(
     entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0,
     second_hop=False, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, slot_sense_weight=0.0,
     context_weight=0.0, context_share=0.0, period_weight=0.0, answer_type_weight=0.0, succession=False,
+    told_nothing_penalty=1.0,
 )
 #: recall's ranking without conversational context, for the rows before its own.
 _NO_CONTEXT = replace(
-    RankConfig(), succession=False, context_weight=0.0, context_share=0.0, period_weight=0.0, answer_type_weight=0.0
+    RankConfig(), succession=False, context_weight=0.0, context_share=0.0, period_weight=0.0, answer_type_weight=0.0,
+    told_nothing_penalty=1.0,
 )
+#: recall's ranking before the last row's signal.
+_NOT_TOLD = replace(RankConfig(), told_nothing_penalty=1.0)
 #: recall's ranking with the signals added after the second hop switched off, for the rows before theirs.
 _UPTO_HOP = replace(_NO_CONTEXT, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, slot_sense_weight=0.0)
 #: ... and without the slot channels.
@@ -155,19 +159,24 @@ RANKERS: list[Ranker | PipelineRanker] = [
     PipelineRanker("+ the meaning of its slot, by the cosine of its slot phrase to the query (0.5)", _NO_CONTEXT),
     PipelineRanker(
         "+ conversational context: chunks written next to it, alike (0.3, neighbours of the first 3 at 0.5)",
-        replace(RankConfig(), succession=False, period_weight=0.0, answer_type_weight=0.0),
+        replace(_NOT_TOLD, succession=False, period_weight=0.0, answer_type_weight=0.0),
     ),
     PipelineRanker(
         "+ what began in the day or month a dated question names (0.3)",
-        replace(RankConfig(), succession=False, answer_type_weight=0.0),
+        replace(_NOT_TOLD, succession=False, answer_type_weight=0.0),
     ),
     PipelineRanker(
         "+ a memory holding the kind of answer asked for: someone, a path, an address, a number (0.2)",
-        replace(RankConfig(), succession=False),
+        replace(_NOT_TOLD, succession=False),
     ),
     PipelineRanker(
         "+ the later word on the leader's value: a newer note naming it beside another of its kind, or taking it"
-        " back (= recall's ranking)",
+        " back",
+        _NOT_TOLD,
+    ),
+    PipelineRanker(
+        "+ a memory that tells nothing the question does not (its words all the question's, no value) demoted"
+        " (= recall's ranking)",
         RankConfig(),
     ),
 ]

@@ -84,6 +84,10 @@ class RankConfig:
     # multiplies the score of a note the encoding gate demoted (policy `demote`, consolidate/gate.py): the same
     # weight as a hedged mention, a note that says nothing the store lacks being as weak evidence as one that asserts nothing
     gate_penalty: float = 0.7
+    # multiplies the score of a memory that tells nothing the question does not (`tells_nothing`: "- Line length:"
+    # for "what line length limit applied?", a heading whose list follows in other notes): the weight of a hedged
+    # mention, a memory that cannot hold the answer being no stronger evidence than one that asserts nothing
+    told_nothing_penalty: float = 0.7
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
     second_hop: bool = True  # look for the memory a name in the best match points to (retrieval/bridge.py)
     # Of how well a stated fact's slot (subject and predicate, not the value) matches the query's terms
@@ -267,12 +271,23 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
             item.score *= config.hedge_penalty
         if item.candidate.record.gate == "demoted":  # the encoding gate found it restated or said little
             item.score *= config.gate_penalty
+        if config.told_nothing_penalty != 1.0 and tells_nothing(item.candidate.record.content, asked | projects):
+            item.score *= config.told_nothing_penalty
     context_bonus(items, config.context_weight)
     items.sort(key=lambda r: (-r.score, r.candidate.record.id))
     items = _newer_wins(items, wanted, asked, query.intent, config, weights)
     if config.succession and query.intent in ("current", "past"):
         items = _follow_successors(items, query, config, weights)
     return Ranking(_collapse(items), False)
+
+
+def tells_nothing(text: str, known: Collection[str]) -> bool:
+    """Whether every word of `text` is among `known` (the question's terms, the project names') and it gives no
+    value (values.py): it says nothing the question does not, so it cannot be the answer. A note naming only the
+    asked-for path ("webhooks is under `crates/webhooks/src/`" for "anything about crates/webhooks/src/?") gives
+    a value and is kept."""
+    words = term_set(text)
+    return bool(words) and words <= set(known) and not value_kinds(text)
 
 
 def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> set[str]:

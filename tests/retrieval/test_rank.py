@@ -17,6 +17,7 @@ from chronomem.retrieval.rank import (
     never_mentioned,
     rank,
     successor_of,
+    tells_nothing,
     term_set,
     term_weights,
     weighted_coverage,
@@ -561,3 +562,31 @@ def test_facts_whose_predicates_name_different_things_are_never_one_slot_to_the_
     api.slot_cosine, web.slot_cosine = 0.80, 0.78
     info = QueryInfo("which port does the service listen on", project_names=("shop",))
     assert texts(rank(info, [api, web]))[0] == api.record.content
+
+
+def test_a_memory_that_tells_nothing_the_question_does_not_gives_way_to_one_that_does() -> None:
+    # A heading whose list follows in other notes matches every word of the question and is the shortest text, so
+    # BM25 puts it first; it cannot hold the answer.
+    heading = cand("- Line length:", dense=0.75)
+    heading.lexical = 9.0
+    answer = cand("- Line length: 88 chars maximum", dense=0.72, d_rank=2, l_rank=2)
+    answer.lexical = 7.5
+    filler = [cand(f"filler note {i}", dense=0.30, l_rank=None, vector=[0.0, 1.0]) for i in range(5)]
+    info = QueryInfo("What line length limit applies?")
+    assert texts(rank(info, [heading, answer, *filler]))[0] == answer.record.content
+    unpenalised = RankConfig(told_nothing_penalty=1.0)
+    assert texts(rank(info, [heading, answer, *filler], unpenalised))[0] == heading.record.content
+
+
+@pytest.mark.parametrize(
+    ("text", "question", "nothing"),
+    [
+        ("- Line length:", "What line length limit applies?", True),
+        ("Line length (88 chars)", "What line length limit applies?", False),  # a value
+        ("webhooks is under `crates/webhooks/src/`.", "Anything stored about `crates/webhooks/src/`?", False),
+        ("Line length errors occur often", "What line length limit applies?", False),  # words of its own
+        ("", "What line length limit applies?", False),
+    ],
+)
+def test_tells_nothing_means_only_the_questions_words_and_no_value(text: str, question: str, nothing: bool) -> None:
+    assert tells_nothing(text, set(terms(question))) is nothing
