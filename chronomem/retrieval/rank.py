@@ -16,7 +16,8 @@
    holds the kind of answer the question asks for (someone for "who", a path for "which folder":
    retrieval/answer_type.py) gains `answer_type_weight`.
 3. **Demote** memories that are about another project of the store (they name it, not ours, outside code:
-   `uv run pytest` uses a tool that may share a project's name).
+   `uv run pytest` uses a tool that may share a project's name), and those that tell nothing the question
+   does not (`tells_nothing`: only its words, no value — a heading such as "- Line length:").
    A chunk also gains from the chunks written next to it, alike in meaning (its conversational
    context: retrieval/context.py).
 4. **Let the newer win**: among the leading candidates that are about the same thing
@@ -42,7 +43,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -265,13 +266,14 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
                 item.channels.append("answer type")
     _demote_foreign(items, query, config)
     records = [item.candidate.record for item in items]
+    known = asked | projects
     for item, mention in zip(items, mentions([r.content for r in records], [r.valid_at for r in records]), strict=True):
         if mention:  # names a value of its own without asserting it (assertion.py)
             item.hedged = True
             item.score *= config.hedge_penalty
         if item.candidate.record.gate == "demoted":  # the encoding gate found it restated or said little
             item.score *= config.gate_penalty
-        if config.told_nothing_penalty != 1.0 and tells_nothing(item.candidate.record.content, asked | projects):
+        if config.told_nothing_penalty != 1.0 and tells_nothing(item.candidate.record.content, known):
             item.score *= config.told_nothing_penalty
     context_bonus(items, config.context_weight)
     items.sort(key=lambda r: (-r.score, r.candidate.record.id))
@@ -281,13 +283,13 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
     return Ranking(_collapse(items), False)
 
 
-def tells_nothing(text: str, known: Collection[str]) -> bool:
+def tells_nothing(text: str, known: Set[str]) -> bool:
     """Whether every word of `text` is among `known` (the question's terms, the project names') and it gives no
     value (values.py): it says nothing the question does not, so it cannot be the answer. A note naming only the
     asked-for path ("webhooks is under `crates/webhooks/src/`" for "anything about crates/webhooks/src/?") gives
     a value and is kept."""
     words = term_set(text)
-    return bool(words) and words <= set(known) and not value_kinds(text)
+    return bool(words) and words <= known and not value_kinds(text)
 
 
 def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> set[str]:
