@@ -360,8 +360,7 @@ class ReadIndex:
         with index._lock:
             index._load(table, scan_limit)
             index.version = version
-            dataset = index._dataset_at(table, version)
-            index._fragments = _fragment_files(dataset.get_fragments()) if dataset is not None else None
+            index._note_fragments(index._dataset_at(table, version))
         return index
 
     def _load(self, table: Any, scan_limit: int) -> None:
@@ -553,7 +552,7 @@ class ReadIndex:
                 self._clear()
                 self._load(table, scan_limit)
                 self.version = version
-                self._fragments = _fragment_files(dataset.get_fragments()) if dataset is not None else None
+                self._note_fragments(dataset)
                 log.debug("read index rebuilt at version %d: %d rows were gone", version, int(gone.sum()))
                 return
 
@@ -563,8 +562,13 @@ class ReadIndex:
 
             new, changed = self._take_in(scan, ids, rows, known, by_id)
             self.version = version
-            self._fragments = _fragment_files(dataset.get_fragments()) if dataset is not None else None
+            self._note_fragments(dataset)
             log.debug("read index caught up to version %d: %d new, %d changed", version, new, changed)
+
+    def _note_fragments(self, dataset: Any) -> None:
+        """Record the fragments of the version just read (`dataset`: None when there is no pylance dataset, and the
+        next catch-up diffs every row)."""
+        self._fragments = _fragment_files(dataset.get_fragments()) if dataset is not None else None
 
     def _by_fragments(self, dataset: Any, scan_limit: int) -> bool:
         """Catch up from the fragments whose data files the copy has not read: a commit adds fragments (an update
