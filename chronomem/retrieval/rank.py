@@ -53,7 +53,7 @@ from chronomem.records import CODE_SPAN, MemoryRecord, differs_only_in_values, s
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
-from chronomem.retrieval.values import differing_kinds, value_kinds
+from chronomem.retrieval.values import value_kinds
 from chronomem.search.candidates import Candidate, cosine
 from chronomem.search.terms import STOP_WORDS, coined_word, common_word, mentioned, named_things, terms
 
@@ -130,10 +130,6 @@ class RankConfig:
     # over its siblings about the same thing ("webhooks code: `libs/webhooks/`"); likewise a path for "which
     # folder", an address for "what URL", a number for "which port".
     answer_type_weight: float = 0.2
-    # "the newer wins" also groups a memory that gives a value of a kind the best one gives, and another value
-    # (values.py), however differently worded: "Code owners for search: the Identity team" after "Core API owns
-    # the search module"
-    values_slot: bool = False
     # "the newer wins" follows a value's successors: a later memory about the same thing that names the leader's
     # value (one the question does not name) and gives another of the same kind, or takes it back with a negator or
     # doubt, is the later word on that value ("Moved translations from calendar-backend into tagging-server" after
@@ -531,10 +527,6 @@ def _newer_wins(
         )
         if similar and cover >= top_cover - config.coverage_slack:
             group.append(item)
-        elif config.values_slot and intent != "history" and differing_kinds(
-            value_kinds(top.record.content), value_kinds(c.record.content)
-        ):
-            group.append(item)  # another value of a kind the best one gives: the same slot, said in other words
     if len(group) < 2:
         return items
     ordered = sorted(group, key=lambda r: r.candidate.record.valid_at, reverse=intent != "history")

@@ -99,8 +99,3 @@ def value_kinds(text: str) -> ValueKinds:
         if words and not any(start < match.end() and match.start() < end for start, end in taken):
             out.setdefault("name", set()).add(" ".join(words))
     return {kind: frozenset(found) for kind, found in out.items()}
-
-
-def differing_kinds(a: ValueKinds, b: ValueKinds) -> set[str]:
-    """The kinds of value both state, where `b` states one `a` does not: where `b` says something else."""
-    return {kind for kind in a.keys() & b.keys() if b[kind] - a[kind]}
