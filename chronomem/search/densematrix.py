@@ -21,10 +21,12 @@ float32 ones.
 
 Without `os.pread` (Windows) or a writable store directory the float32 rows stay in memory.
 
-A matrix can also start from a snapshot (search/snapshot.py, `restore`): its codes, scales, projection and
-float32 rows as arrays over the snapshot file's memory map (copy-on-write: pages are the page cache's until
-written). Rows below the snapshot's count read their float32 values from it; rows appended after, from the
-spill file as above.
+A matrix can also start from a snapshot (search/snapshot.py, `restore`): its codes, scales and projection as
+arrays over the snapshot file's memory map (copy-on-write: pages are the page cache's until written), its float32
+rows read from the snapshot file with `pread` as from the spill file (`RowFile`). Not through the map: the kernel
+maps a file's page cache in large folios, so touching one row there made ~1.7 MB resident (64 spread checksum
+reads mapped 108 of the 147 MB of a 100k store's vectors); a `pread` copies the row and maps nothing. Rows below
+the snapshot's count come from it, rows appended after from the spill file.
 """
 
 from __future__ import annotations
@@ -78,10 +80,11 @@ class DenseMatrix:
         self._projected_block = np.empty((0, PROJECTED_DIMS), dtype=np.float32)  # made with the axes
         self._file: Any = None
         self._exact: np.ndarray | None = None  # float32 rows when there is no spill file
-        self._base: np.ndarray | None = None  # float32 rows 0 … len(_base)-1 from a snapshot (`restore`)
+        self._base: RowFile | np.ndarray | None = None  # float32 rows 0 … base_rows-1 from a snapshot (`restore`)
+        self._base_rows = 0
         if spill_dir is not None and hasattr(os, "pread"):
             try:
-                self._file = tempfile.TemporaryFile(prefix="chronomem-vectors-", dir=spill_dir)  # noqa: SIM115 - open for the matrix's life (close())
+                self._file = RowFile(tempfile.TemporaryFile(prefix="chronomem-vectors-", dir=spill_dir), 0, dim)  # noqa: SIM115 - open for the matrix's life (close())
             except OSError as exc:
                 log.debug("no spill file in %s (%s): float32 rows stay in memory", spill_dir, exc)
         if self._file is None:
@@ -93,8 +96,9 @@ class DenseMatrix:
         return self._file is not None
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+        for rows in (self._file, self._base):
+            if isinstance(rows, RowFile):
+                rows.close()
 
     def append(self, rows: np.ndarray) -> None:
         """Add unit-length float32 rows (zero rows allowed) after the last one."""
@@ -104,10 +108,7 @@ class DenseMatrix:
         self._grow(end)
         self._codes[first:end], self._scales[first:end] = int8_codes(rows)
         if self._file is not None:
-            data, offset = memoryview(rows.tobytes()), first * self.dim * 4
-            while data:  # a write may take fewer bytes than offered
-                written = os.pwrite(self._file.fileno(), data, offset)
-                data, offset = data[written:], offset + written
+            self._file.write(first, rows)
         else:
             assert self._exact is not None
             self._exact[first:end] = rows
@@ -158,27 +159,18 @@ class DenseMatrix:
     def rows(self, indices: np.ndarray) -> np.ndarray:
         """The float32 rows at `indices`, in that order (a fresh array)."""
         indices = np.asarray(indices, dtype=np.int64)
-        base = self._base
-        if base is not None and len(indices) and int(indices.max()) < len(base):
-            return base[indices]
-        if self._exact is not None and base is None:
+        if self._exact is not None and self._base is None:
             return self._exact[indices]
         out = np.empty((len(indices), self.dim), dtype=np.float32)
-        width = self.dim * 4
-        later = np.ones(len(indices), dtype=bool)
-        if base is not None:
-            held = indices < len(base)
-            out[held] = base[indices[held]]
-            later = ~held
-        if self._exact is not None:
-            out[later] = self._exact[indices[later]]
-            return out
-        fd = self._file.fileno()
-        for i, row in zip(np.flatnonzero(later).tolist(), indices[later].tolist(), strict=True):
-            data = os.pread(fd, width, row * width)
-            if len(data) != width:
-                raise OSError(f"the spilled vectors end before row {row}")
-            out[i] = np.frombuffer(data, dtype=np.float32)
+        held = indices < self._base_rows
+        for source, where in ((self._base, held), (self._exact if self._exact is not None else self._file, ~held)):
+            if not where.any():
+                continue
+            if isinstance(source, RowFile):
+                out[where] = source.read(indices[where])
+            else:
+                assert source is not None
+                out[where] = source[indices[where]]
         return out
 
     def estimates(self, query: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -267,18 +259,19 @@ class DenseMatrix:
         n: int,
         codes: np.ndarray,
         scales: np.ndarray,
-        vectors: np.ndarray,
+        vectors: RowFile | np.ndarray,
         axes: np.ndarray | None,
         fitted_at: int,
         projected: np.ndarray | None,
         projected_scales: np.ndarray | None,
     ) -> DenseMatrix:
         """A matrix of `n` rows from a snapshot's arrays (`codes`, `scales`, `projected*`: `n` rows or more, those
-        after `n` free capacity; `vectors`: the `n` float32 rows), used as they are (no copy)."""
+        after `n` free capacity; `vectors`: the `n` float32 rows, in a file or an array), used as they are (no copy);
+        the matrix owns a `RowFile` given (`close`)."""
         matrix = cls(dim, spill_dir)
         matrix.n = n
         matrix._codes, matrix._scales = codes, scales
-        matrix._base = vectors
+        matrix._base, matrix._base_rows = vectors, n
         if matrix._exact is not None:
             matrix._exact = np.zeros((len(scales), dim), dtype=np.float32)
         if axes is not None and projected is not None and projected_scales is not None:
@@ -286,6 +279,44 @@ class DenseMatrix:
             matrix._projected, matrix._projected_scales = projected, projected_scales
             matrix._projected_block = np.empty((PROJECTED_BLOCK_ROWS, PROJECTED_DIMS), dtype=np.float32)
         return matrix
+
+
+class RowFile:
+    """Float32 rows of one width stored in a file from `offset` on, read and written with `pread` / `pwrite`: they
+    stay in the operating system's page cache, never in the process's memory. Owns `handle` (`close`)."""
+
+    def __init__(self, handle: Any, offset: int, dim: int) -> None:
+        self._handle = handle
+        self._offset = offset
+        self._width = dim * 4
+        self._dim = dim
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def write(self, first: int, rows: np.ndarray) -> None:
+        """Rows `first`, `first` + 1, … set to `rows` (float32, C order)."""
+        data, at = memoryview(np.ascontiguousarray(rows, dtype=np.float32)).cast("B"), self._offset + first * self._width
+        while data:  # a write may take fewer bytes than offered
+            written = os.pwrite(self._handle.fileno(), data, at)
+            data, at = data[written:], at + written
+
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        """The rows at `rows`, in that order; one read for a run of consecutive rows (a snapshot's write)."""
+        count = len(rows)
+        if count > 1 and int(rows[-1]) - int(rows[0]) == count - 1 and bool(np.all(np.diff(rows) == 1)):
+            return self._read_run(int(rows[0]), count)
+        out = np.empty((count, self._dim), dtype=np.float32)
+        for i, row in enumerate(rows.tolist()):
+            out[i] = self._read_run(row, 1)[0]
+        return out
+
+    def _read_run(self, first: int, count: int) -> np.ndarray:
+        size = count * self._width
+        data = os.pread(self._handle.fileno(), size, self._offset + first * self._width)
+        if len(data) != size:
+            raise OSError(f"the stored vectors end before row {first + count - 1}")
+        return np.frombuffer(data, dtype=np.float32).reshape(count, self._dim)
 
 
 def int8_codes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

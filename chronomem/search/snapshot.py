@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from chronomem.search.densematrix import DenseMatrix
+from chronomem.search.densematrix import DenseMatrix, RowFile
 from chronomem.search.readindex import _FLAG_ARRAYS, _TIMES, ReadIndex, _Postings, merged_postings, result_table
 from chronomem.storage.schema import TABLE_NAME
 from chronomem.storage.store import SCAN_LIMIT
@@ -77,6 +77,8 @@ MIN_INTERVAL = 60.0
 IDLE_INTERVAL = 300.0
 #: How often the keeper's thread looks.
 TICK_SECONDS = 10.0
+#: The section of the float32 rows (read with `pread`, never through the map).
+VECTORS = "dense.vectors"
 #: Free capacity written after the rows of the arrays that grow (so the first writes after a load do not copy them).
 SLACK_FRACTION = 8
 SLACK_MIN = 1_024
@@ -117,17 +119,32 @@ def version_stamp(directory: Path, version: int) -> str | None:
 
 
 # ---------------------------------------------------------------------------- writing
-def _section_crc(data: memoryview) -> int:
+def _section_crc(data: memoryview | _FileSpan) -> int:
     """CRC-32 of a section: whole up to FULL_CHECK_BYTES, else of CHECK_BLOCKS blocks spread over it and its end."""
     size = len(data)
     if size <= FULL_CHECK_BYTES:
-        return zlib.crc32(data)
+        return zlib.crc32(data[0:size])
     crc = 0
     step = (size - CHECK_BLOCK_BYTES) // CHECK_BLOCKS
     for i in range(CHECK_BLOCKS):
         start = i * step
         crc = zlib.crc32(data[start : start + CHECK_BLOCK_BYTES], crc)
     return zlib.crc32(data[size - CHECK_BLOCK_BYTES :], crc)
+
+
+class _FileSpan:
+    """`nbytes` of an open file from `start`, sliced like a memoryview but read with `pread`: checking a section this
+    way maps none of it into the process (densematrix.py: the kernel maps a file in large folios)."""
+
+    def __init__(self, handle: Any, start: int, nbytes: int) -> None:
+        self._fd, self._start, self._nbytes = handle.fileno(), start, nbytes
+
+    def __len__(self) -> int:
+        return self._nbytes
+
+    def __getitem__(self, part: slice) -> bytes:
+        first, end, _ = part.indices(self._nbytes)
+        return os.pread(self._fd, max(end - first, 0), self._start + first)
 
 
 class _Writer:
@@ -178,16 +195,8 @@ class _Writer:
             block = dense.rows(np.arange(first, min(first + WRITE_BLOCK_ROWS, n)))
             self.raw(memoryview(np.ascontiguousarray(block, dtype=np.float32)).cast("B"))
         nbytes = self.offset - start
-        crc = zlib.crc32(b"")
-        if nbytes:
-            self.handle.flush()
-            with open(self.handle.name, "rb") as again:  # the CRC of what was written (read from the page cache)
-                mapped = mmap.mmap(again.fileno(), 0, access=mmap.ACCESS_READ)
-                try:
-                    with memoryview(mapped) as view:
-                        crc = _section_crc(view[start : start + nbytes])
-                finally:
-                    mapped.close()
+        self.handle.flush()
+        crc = _section_crc(_FileSpan(self.handle, start, nbytes))  # of what was written (read from the page cache)
         self.sections[name] = {"offset": start, "nbytes": nbytes, "dtype": "<f4", "shape": [n, dim], "crc": crc}
 
 
@@ -211,7 +220,7 @@ def write(index: ReadIndex, directory: Path) -> Path:
     _remove_stale_temps(directory)
     temp = directory / f"{SNAPSHOT_NAME}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
     try:
-        with open(temp, "wb") as handle:
+        with open(temp, "w+b") as handle:  # read back too: the vectors' checksum (_Writer.vectors)
             out = _Writer(handle)
             out.raw(_MAGIC)
             for name in _TIMES:
@@ -230,7 +239,7 @@ def write(index: ReadIndex, directory: Path) -> Path:
                 out.array("dense.axes", dense["axes"])
                 out.array("dense.projected", dense["projected"][:n], capacity)
                 out.array("dense.projected_scales", dense["projected_scales"][:n], capacity)
-            out.vectors("dense.vectors", dense["matrix"], n, dim)
+            out.vectors(VECTORS, dense["matrix"], n, dim)
             out.blob("arrow", memoryview(arrow_bytes))  # pyarrow's buffer as it is: no copy
             footer = json.dumps(
                 {
@@ -354,13 +363,21 @@ def load(directory: Path, source: Any, dim: int, spill_dir: Path | None) -> Read
 
 
 def _load(path: Path, directory: Path, source: Any, dim: int, spill_dir: Path | None) -> ReadIndex:
+    handle = open(path, "rb")  # noqa: SIM115 - kept open by the vectors' RowFile, closed here otherwise
+    try:
+        return _load_mapped(handle, directory, source, dim, spill_dir)
+    except BaseException:
+        handle.close()
+        raise
+
+
+def _load_mapped(handle: Any, directory: Path, source: Any, dim: int, spill_dir: Path | None) -> ReadIndex:
     import pyarrow as pa
 
-    with open(path, "rb") as handle:
-        try:
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
-        except ValueError as exc:  # an empty file cannot be mapped
-            raise SnapshotRejected("it is empty") from exc
+    try:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+    except ValueError as exc:  # an empty file cannot be mapped
+        raise SnapshotRejected("it is empty") from exc
     meta = _footer(mapped)
     version, n = int(meta["table_version"]), int(meta["n"])
     if meta["dim"] != dim:
@@ -376,7 +393,9 @@ def _load(path: Path, directory: Path, source: Any, dim: int, spill_dir: Path | 
     if n > int(source.count_rows()):
         raise SnapshotRejected(f"it holds {n} rows, the table fewer (purged or replaced)")
     view = memoryview(mapped)
-    sections = {name: _section(mapped, view, meta, name) for name in meta["sections"]}
+    by_file = hasattr(os, "pread")  # the float32 rows are read from the file, not the map (densematrix.RowFile)
+    sections = {name: _section(mapped, view, meta, name) for name in meta["sections"] if not (by_file and name == VECTORS)}
+    vectors: RowFile | np.ndarray = sections[VECTORS] if not by_file else _vector_rows(handle, meta, n, dim)
     ids = bytes(sections["ids"]).decode().split("\n") if n else []
     terms = bytes(sections["terms"]).decode().split("\n") if meta["sections"]["terms"]["nbytes"] else []
     arrow = meta["sections"]["arrow"]
@@ -388,7 +407,7 @@ def _load(path: Path, directory: Path, source: Any, dim: int, spill_dir: Path | 
         n,
         sections["dense.codes"],
         sections["dense.scales"],
-        sections["dense.vectors"],
+        vectors,
         sections["dense.axes"] if has_axes else None,
         int(meta["fitted_at"]),
         sections["dense.projected"] if has_axes else None,
@@ -413,6 +432,20 @@ def _load(path: Path, directory: Path, source: Any, dim: int, spill_dir: Path | 
         return ReadIndex.restore(dim, source.schema, spill_dir, state, dense, postings, payload)
     except ValueError as exc:
         raise SnapshotRejected(str(exc)) from exc
+    finally:
+        if not isinstance(vectors, RowFile):
+            handle.close()
+
+
+def _vector_rows(handle: Any, meta: dict[str, Any], n: int, dim: int) -> RowFile:
+    """The snapshot's float32 rows as a `RowFile` over `handle`, once their section is checked (through the file)."""
+    section = meta["sections"][VECTORS]
+    start, nbytes = section["offset"], section["nbytes"]
+    if section["shape"] != [n, dim] or nbytes != n * dim * 4:
+        raise SnapshotRejected(f"its section {VECTORS} has the wrong size")
+    if _section_crc(_FileSpan(handle, start, nbytes)) != section["crc"]:
+        raise SnapshotRejected(f"its section {VECTORS} is damaged (checksum)")
+    return RowFile(handle, start, dim)
 
 
 # ---------------------------------------------------------------------------- keeping it fresh
