@@ -11,6 +11,7 @@ nothing on the subject.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from functools import lru_cache
@@ -257,18 +258,72 @@ def warm() -> None:
     from wordfreq import zipf_frequency
 
     zipf_frequency("memory", "en", wordlist="small")
-    zipf_frequency("memory", "en")
+    _english_words()
     _stemmer()
 
 
 @lru_cache(maxsize=65536)
 def coined_word(word: str) -> bool:
     """Whether `word` is no English word at all — none of wordfreq's corpora has it at a measurable rate
-    (`dashmap`, `pnpm`; not `cached`, `linter`): written in lower case, it can only be a name. (The full list
-    takes ~0.2 s and ~35 MB the first time.)"""
-    from wordfreq import zipf_frequency
+    (`dashmap`, `pnpm`; not `cached`, `linter`): written in lower case, it can only be a name.
 
-    return zipf_frequency(word, "en") == 0.0
+    Exactly `wordfreq.zipf_frequency(word, "en") == 0.0` (tests/search/test_terms.py holds it to that), its steps
+    (`wordfreq._word_frequency`: tokens, digits smashed and rated apart, frequencies combined, rounded) over
+    `_english_words` instead of wordfreq's own dictionary of the full list, which holds ~40 MB of Python objects
+    for the life of the process."""
+    from wordfreq import digit_freq, freq_to_zipf, lossy_tokenize, smash_numbers
+
+    tokens = lossy_tokenize(word, "en")
+    if not tokens:
+        return True
+    inverse = 0.0
+    for token in tokens:
+        smashed = smash_numbers(token)
+        freq = _english_words().frequency(smashed)
+        if freq is None:
+            return True
+        if smashed != token:
+            freq *= digit_freq(token)
+        inverse += 1.0 / freq
+    freq = max(1.0 / inverse, _ZIPF_ZERO)
+    rounded = round(freq, math.floor(-math.log(freq, 10)) + 3)
+    return round(freq_to_zipf(rounded), 2) == 0.0
+
+
+#: Zipf 0 as a frequency (once per billion words): `zipf_frequency`'s default floor.
+_ZIPF_ZERO = 1e-9
+
+
+class _WordList:
+    """A wordfreq list as a compact lookup: the 64-bit hash of each word's UTF-8 bytes (sorted; per process, as
+    Python's hashes are) beside its bucket (centibels below the top). ~3.2 MB for English's 321k words, against
+    ~40 MB for wordfreq's lists and dictionary of them; a hash shared by two words (~3e-9 for the list) would
+    only rate one by the other's frequency."""
+
+    def __init__(self, buckets: list[list[str]]) -> None:
+        import numpy as np
+
+        count = sum(len(bucket) for bucket in buckets)
+        keys = np.fromiter((hash(w.encode()) for bucket in buckets for w in bucket), dtype=np.int64, count=count)
+        ranks = np.fromiter((i for i, bucket in enumerate(buckets) for _ in bucket), dtype=np.int16, count=count)
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._ranks = keys[order], ranks[order]
+
+    def frequency(self, word: str) -> float | None:
+        """The word's frequency (`wordfreq.cB_to_freq` of its bucket), or None when the list lacks it."""
+        key = hash(word.encode())
+        at = int(self._keys.searchsorted(key))
+        if at == len(self._keys) or int(self._keys[at]) != key:
+            return None
+        return float(10.0 ** (-int(self._ranks[at]) / 100.0))
+
+
+@lru_cache(maxsize=1)
+def _english_words() -> _WordList:
+    """wordfreq's "best" English list (its large one), read from its file without wordfreq's caches."""
+    from wordfreq import available_languages, read_cBpack
+
+    return _WordList(read_cBpack(available_languages("best")["en"])[:])
 
 
 def _word_or_its_s_form(word: str) -> str:

@@ -71,6 +71,13 @@ def test_benchmark_runs_end_to_end_and_writes_its_report(tmp_path: Path) -> None
         assert result["consolidation_after_remembers"]["extract_chunks"] >= CALLS  # the remembered chunks
     if importlib.util.find_spec("psutil"):
         assert large["end_to_end"]["memory"]["rss_mb"] > 0
+        assert large["end_to_end"]["memory"]["mappings"]["anonymous"] > 0
+    if Path("/proc/self/status").exists():  # RSS by component: a fresh process, step by step
+        steps = large["rss_components"]["steps"]
+        assert steps[0]["component"] == "interpreter" and len(steps) == 7
+        assert all(step["rss"] > 0 for step in steps) and steps[-1]["rss"] > steps[0]["rss"]
+        assert sum(step["added_mb"] for step in steps[1:]) == pytest.approx(steps[-1]["rss"] - steps[0]["rss"], abs=0.5)
+        assert "## Resident memory by component" in (out / "latency.md").read_text(encoding="utf-8")
 
     assert saved["bulk_import"]["rows"] == 120 and saved["bulk_import"]["per_second"] > 0
     targets = {(t["name"], t["where"]): t for t in saved["targets"]}
