@@ -55,7 +55,7 @@ from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
 from chronomem.retrieval.values import value_kinds
 from chronomem.search.candidates import Candidate, cosine
-from chronomem.search.terms import STOP_WORDS, coined_word, common_word, mentioned, named_things, terms
+from chronomem.search.terms import STOP_WORDS, coined_word, common_word, iter_terms, mentioned, named_things, terms
 
 
 @dataclass(frozen=True)
@@ -284,8 +284,9 @@ def tells_nothing(text: str, known: Set[str]) -> bool:
     value (values.py): it says nothing the question does not, so it cannot be the answer. A note naming only the
     asked-for path ("webhooks is under `crates/webhooks/src/`" for "anything about crates/webhooks/src/?") gives
     a value and is kept."""
-    words = term_set(text)
-    return bool(words) and words <= known and not value_kinds(text)
+    words = iter_terms(text)  # most texts hold a word the question does not: found at once, the rest unread
+    first = next(words, None)
+    return first is not None and first in known and all(word in known for word in words) and not value_kinds(text)
 
 
 def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> set[str]:
@@ -489,21 +490,22 @@ def _newer_wins(
         members = (member.candidate.record.content for member in group[1:])
         return any(differs_only_in_values(own, text) for own in (*said, *members))
 
+    def ruled_out(item: Ranked) -> bool:
+        # the best holds the kind of answer asked for (a port's number); a restatement would too
+        return item.foreign or item.hedged or (items[0].answer_typed and not item.answer_typed)
+
     def candidates() -> Iterator[tuple[Ranked, bool]]:
         for item in items[1:size]:
-            yield item, chained(item.candidate.record.content)
+            if not ruled_out(item):
+                yield item, chained(item.candidate.record.content)
         for item in items[size:]:  # later, once the leaders joined: a chain links from any of its members
-            if chained(item.candidate.record.content):
+            if not ruled_out(item) and chained(item.candidate.record.content):
                 yield item, True
 
     for item, in_chain in candidates():
         c = item.candidate
-        if item.foreign or item.hedged:
-            continue
         if item.score < weakest and not in_chain:
             continue
-        if items[0].answer_typed and not item.answer_typed:
-            continue  # the best holds the kind of answer asked for (a port's number); a restatement would too
         slot = slot_of.get(c.record.id)
         renamed = top_slot is not None and slot is not None and slot != top_slot
         if renamed and not alike_to_query(fact_of[top.record.id], fact_of[c.record.id], config):

@@ -15,6 +15,7 @@ import math
 import re
 import unicodedata
 from functools import lru_cache
+from collections.abc import Iterator
 from typing import Any
 
 STOP_WORDS = frozenset(
@@ -68,24 +69,27 @@ def terms(text: str) -> list[str]:
     Every script is read: words are Unicode letters and digits, case-folded, without diacritics (Arabic's
     short vowels, Hebrew's points, accents: `café` meets `cafe`); a single letter counts only outside ASCII
     (a CJK word written alone)."""
+    return list(iter_terms(text))
+
+
+def iter_terms(text: str) -> Iterator[str]:
+    """`terms`, one at a time: a caller that stops at the first term it cannot use reads no further."""
     if not text.isascii():
         text = _without_marks(text)
-    out: list[str] = []
     for raw in _TOKEN.findall(text):
         if raw.isalnum():
             tail = raw[1:]
             if tail == tail.lower():  # a plain word or number (most tokens): one piece, nothing to split
                 piece = raw.casefold()
                 if piece not in STOP_WORDS and _kept(piece):
-                    out.append(fold(piece))
+                    yield fold(piece)
                 continue
             pieces = [raw, *_CAMEL.findall(raw)]
         else:
             pieces = [raw, *(p for p in _SPLIT.split(raw) if p)]
         for piece in dict.fromkeys(p.casefold() for p in pieces):
             if piece not in STOP_WORDS and _kept(piece):
-                out.append(fold(piece))
-    return out
+                yield fold(piece)
 
 
 def indexed_terms(content: str, kind: str) -> list[str]:
