@@ -62,6 +62,7 @@ def test_benchmark_runs_end_to_end_and_writes_its_report(tmp_path: Path) -> None
                 stats = result[where][tool]
                 assert stats["n"] == CALLS and 0 < stats["median_ms"] <= stats["p95_ms"] <= stats["max_ms"]
         assert result["end_to_end"]["tools_list"]["n"] == CALLS
+        assert 0 < result["end_to_end"]["fresh_recall"]["n"] <= CALLS
         assert result["reference"]["rows"] >= result["size"]
         assert result["reference"]["total"]["n"] == CALLS
         assert result["recall_over_reference"]["in_process"] > 0
@@ -81,7 +82,7 @@ def test_benchmark_runs_end_to_end_and_writes_its_report(tmp_path: Path) -> None
 
     assert saved["bulk_import"]["rows"] == 120 and saved["bulk_import"]["per_second"] > 0
     targets = {(t["name"], t["where"]): t for t in saved["targets"]}
-    assert len(targets) == 10
+    assert len(targets) == 12
     assert targets[("recall e2e", "median, 100k")]["ok"] is None  # not measured at this size
     assert targets[("bulk import", "real embedding path")]["ok"] in (True, False)
 
