@@ -267,8 +267,10 @@ def differs_only_in_values(old: str, new: str) -> bool:
     8080" → "from 8080 to 9090"); else they name another thing and its value ("loyalty-jobs serves HTTP on port
     8730" and "contracts-server … on port 7340": the service's name is a value too)."""
     old_words, old_values = _frame(old)
-    if new.isascii() and not all(word in new.lower() for word in old_words):
-        return False  # a word of the old text is not in the new one: not the same words (read before framing it)
+    if new.isascii():
+        lowered = new.lower()
+        if not all(word in lowered for word in old_words):
+            return False  # a word of the old text is not in the new one: not the same words (read before framing it)
     new_words, new_values = _frame(new)
     if len(old_values) == len(new_values):
         changed = [was for was, now in zip(old_values, new_values) if was != now]

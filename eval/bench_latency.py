@@ -65,6 +65,7 @@ from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from eval.common import RESULTS_DIR, make_embedder, resolve_data_dir, settings_for
 from eval.rss_probe import resident_by_mapping
+from eval.stage_times import OTHER, STAGES, stage_times
 from eval.report import env_lines, environment, fmt, md_table, write_results
 
 PROJECT = "bench"  # eval.bench_startup.one_run scopes its server to this project too
@@ -260,18 +261,23 @@ class Corpus:
 
 
 def summary(seconds: Sequence[float]) -> dict[str, Any]:
-    """n, median, p95, mean and max of call times, in ms."""
+    """n, median, p95, p99, mean and max of call times, in ms."""
     if not seconds:
-        return {"n": 0, "median_ms": None, "p95_ms": None, "mean_ms": None, "max_ms": None}
+        return {"n": 0, "median_ms": None, "p95_ms": None, "p99_ms": None, "mean_ms": None, "max_ms": None}
     ordered = sorted(seconds)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
     return {
         "n": len(ordered),
         "median_ms": round(statistics.median(ordered) * 1000, 2),
-        "p95_ms": round(p95 * 1000, 2),
+        "p95_ms": round(percentile(ordered, 0.95) * 1000, 2),
+        "p99_ms": round(percentile(ordered, 0.99) * 1000, 2),
         "mean_ms": round(statistics.fmean(ordered) * 1000, 2),
         "max_ms": round(ordered[-1] * 1000, 2),
     }
+
+
+def percentile(ordered: Sequence[float], share: float) -> float:
+    """The value at `share` of sorted `ordered` (nearest rank; the largest when fewer than 1 / (1 - share) values)."""
+    return ordered[min(len(ordered) - 1, int(round(share * (len(ordered) - 1))))]
 
 
 def timed_calls(fn: Callable[[Any], Any], inputs: Sequence[Any]) -> list[float]:
@@ -805,6 +811,11 @@ def measure_size(svc: MemoryService, filler: Filler, corpus: Corpus, size: int, 
     inproc = in_process(svc, queries, at, corpus.new_notes(config.calls + 1, seed=size, today=today))
     phase("in_process", t)
 
+    log(f"{label}: where an in-process call's time goes (eval/stage_times.py) ×{config.calls}")
+    t = time.perf_counter()
+    stages = stage_times(svc, queries, corpus.new_notes(config.calls, seed=size + 3, today=today))
+    phase("stages", t)
+
     log(f"{label}: consolidating the remembered chunks")
     t = time.perf_counter()
     after = settle(svc, config.consolidate_seconds)
@@ -857,6 +868,7 @@ def measure_size(svc: MemoryService, filler: Filler, corpus: Corpus, size: int, 
         "cold_start": cold,
         "as_of_at": at,
         "in_process": inproc,
+        "stages": stages,
         "consolidation_after_remembers": after,
         "reference": ref,
         "recall_over_reference": ratios,
@@ -1081,7 +1093,7 @@ def markdown(payload: dict[str, Any]) -> str:
         f"{size_label(settings['real_embedding_up_to'])} were embedded by the real model through the bulk import path; "
         f"rows beyond are perturbed copies of real vectors (σ = {settings['noise_sigma']}, normalised) with their own "
         f"text, written directly. Whole run: {payload['seconds']:.0f} s.",
-        "## Latency (ms): median / p95",
+        "## Latency (ms): median / p95 / p99",
         md_table(
             [
                 "size",
@@ -1151,6 +1163,20 @@ def markdown(payload: dict[str, Any]) -> str:
         "vectors, BM25 postings and result columns of every row) up to its row limit, by LanceDB above it. A "
         "starting server builds the index in the background and searches LanceDB until it is ready; the column gives "
         "that build time for a fresh open of the store, and the end-to-end calls are timed after 1.5× it has passed.",
+        "## Where an in-process call's time goes",
+        *(
+            md_table(
+                [f"{tool} stage (ms: median / p95 / p99, share of the medians)", *(r["label"] for r in results)],
+                [
+                    [stage, *(_stage_cell(r, tool, stage) for r in results)]
+                    for stage in [*(label for _, _, label in STAGES[tool]), OTHER, "whole call"]
+                ],
+            )
+            for tool in STAGES
+        ),
+        "`eval/stage_times.py` on the same service after the timed calls: each stage's time per call (the sum of its "
+        "runs), \"other\" the call's time outside them. Its whole-call figures run a little above the table at the "
+        "top (the wrappers, and more rows by then).",
         "## Resident memory by component",
         md_table(
             ["size", "server RSS after the calls MB", *MAPPING_KINDS],
@@ -1256,8 +1282,19 @@ def _index_build(result: dict[str, Any]) -> str:
     return fmt(build["seconds"], 1)
 
 
+def _stage_cell(result: dict[str, Any], tool: str, stage: str) -> str:
+    measured = (result.get("stages") or {}).get(tool)
+    if not measured:
+        return "–"
+    stats = measured["call"] if stage == "whole call" else measured["stages"].get(stage)
+    if stats is None:
+        return "–"
+    share = f" ({stats['share']:.0%})" if "share" in stats else ""
+    return _pair(stats) + share
+
+
 def _pair(stats: dict[str, Any]) -> str:
-    return f"{fmt(stats['median_ms'], 1)} / {fmt(stats['p95_ms'], 1)}"
+    return f"{fmt(stats['median_ms'], 1)} / {fmt(stats['p95_ms'], 1)} / {fmt(stats.get('p99_ms'), 1)}"
 
 
 def closing_note(payload: dict[str, Any]) -> str:

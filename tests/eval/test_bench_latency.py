@@ -12,6 +12,7 @@ import pytest
 
 from chronomem.consolidate.upkeep import UPKEEP_MIN_UNINDEXED
 from eval.bench_latency import Config, Corpus, parse_size, run
+from eval.stage_times import OTHER, STAGES
 from tests.conftest import shared_dir
 
 CALLS = 3
@@ -60,8 +61,14 @@ def test_benchmark_runs_end_to_end_and_writes_its_report(tmp_path: Path) -> None
         for where in ("in_process", "end_to_end"):
             for tool in TOOLS:
                 stats = result[where][tool]
-                assert stats["n"] == CALLS and 0 < stats["median_ms"] <= stats["p95_ms"] <= stats["max_ms"]
+                assert stats["n"] == CALLS and 0 < stats["median_ms"] <= stats["p95_ms"] <= stats["p99_ms"] <= stats["max_ms"]
         assert result["end_to_end"]["tools_list"]["n"] == CALLS
+        for tool in ("recall", "remember"):  # where a call's time goes: every stage, and what is left
+            stages = result["stages"][tool]["stages"]
+            assert result["stages"][tool]["calls"] == CALLS and set(stages) == {label for _, _, label in STAGES[tool]} | {OTHER}
+            assert sum(s["median_ms"] for s in stages.values()) > 0 and all(s["p99_ms"] >= s["median_ms"] for s in stages.values())
+        assert result["stages"]["recall"]["stages"]["search: dense and lexical candidates"]["median_ms"] > 0
+        assert result["stages"]["remember"]["stages"]["storage: commit, read-back, read index"]["median_ms"] > 0
         assert 0 < result["end_to_end"]["fresh_recall"]["n"] <= CALLS
         assert result["reference"]["rows"] >= result["size"]
         assert result["reference"]["total"]["n"] == CALLS
