@@ -121,45 +121,45 @@ REMEDIES: dict[str, str] = {
         "server off `mcp.client` would take ~0.15–0.3 s off; the rest is the interpreter and the machine's load."
     ),
     "spawn → first recall": (
-        "Loading the ONNX model (~1 s on an idle core) and opening the store start at spawn; the first recall "
-        "waits for both and is answered by LanceDB (the read index is built after the first search, so the two "
-        "do not share the cores). The model runs as its int8 copy (made once and kept in the user cache; the first "
-        "start ever on a machine adds the ~2 s of making it)."
+        "Loading the ONNX model (~1 s on an idle core: the shipped float32 model) and opening the store start at "
+        "spawn; the first recall waits for both. A store with a read index snapshot answers that recall from it "
+        "(its load at open is ~0.1–0.7 s at 100k); the run before this one, on a quiet machine and a kept 100k store, "
+        "measured 1.49–1.78 s, under the target; this run's 5 cold starts came right after the 100k fill and upkeep. "
+        "Not profiled further in this run."
     ),
     "remember e2e": (
-        "In-process remember is mostly the LanceDB commit (a data file and a manifest per call); the text is "
-        "embedded by the model's int8 copy (~1 ms, a third of float32's); the read index applies the written row "
-        "in ~1 ms; git's answers (repository, HEAD) are kept while the repository does not move. Over MCP a call "
-        "crosses four threads (stdin reader, event loop, tool worker, stdout writer) in the server plus the Python "
-        "client's own, each a wait for a core on 2 busy cores; the server's event loop spends ~1.7 ms a request "
-        "(py-spy). What would close the rest: concurrent remembers grouped into one commit, a cheaper commit "
-        "(a write-ahead log flushed to LanceDB in batches), and a server loop without the thread hops."
+        "Where it goes, in-process at 100k (the stage table above): the text's embedding by the float32 model "
+        "(~38%), the LanceDB commit with its read-back acknowledgement and the read index's update (~39%), the "
+        "encoding gate's signals (~14%: its novelty is a dense search of the project's live chunks), the probable "
+        "updates (~4%). Over MCP a call crosses the server's stdin reader, event loop, tool worker and stdout writer, "
+        "and the Python client validates the result against the output schema. What would close the rest: concurrent "
+        "remembers grouped into one commit, a cheaper commit (a write-ahead log flushed to LanceDB in batches), the "
+        "gate's novelty taken from the search `probable updates` already makes, and the int8 model once its "
+        "ranking cost is within issue 22's tolerance."
     ),
     "recall e2e": (
-        "The read index answers both searches up to CHRONOMEM_READ_INDEX_ROWS (2M): above 50k rows the dense "
-        "search shortlists 2,000 rows by a 64-dim projection of the vectors (~2 ms at 100k, ~20 ms at 1M: a "
-        "memory-bound product over 256 MB) before the int8 pass and exact re-scoring; BM25 postings, the query "
-        "embedding (~1 ms, int8 model), the candidate records and ranking are the rest; a live slice's row mask "
-        "is reused while no row's times change it, and a table version check is one stat of the _versions "
-        "folder. Over MCP the protocol adds the tools/list column (the Python SDK client's validation included). "
-        "What would close more at 1M: int8 or narrower projections (half the bytes read), or a coarse partition "
-        "of the projected rows."
+        "Where it goes, in-process at 100k (the stage table above): the query's embedding by the float32 model "
+        "(~27%), the search's candidates (~41%: the 64-dim projection shortlist, the int8 pass, re-scoring ~2× limit "
+        "rows read with pread, BM25 over the postings, and ~100 candidate records built from the result columns), "
+        "ranking (~19%: every candidate's values for the mentions signal most). Over MCP ~7 ms more: the Python "
+        "client validates each result against the output schema with jsonschema (~40% cheaper since nullable "
+        "fields are published as a list of types) and the call crosses four threads in the server. What would "
+        "close the rest: candidate records built for the rows ranking keeps rather than all ~100, the values of a "
+        "memory read once when it is written rather than per query, and the int8 model."
     ),
     "recall / brute force": (
-        "The reference is the query embedding (by the same int8 model: ~0.8 ms) plus one float32 matrix product "
-        "with BLAS on every core; recall adds the full-text search, building ~100 candidate records, ranking and "
-        "the second hop's search for ~40% of queries (see recall e2e). Its dense search is no longer a pass over "
-        "every row above 50k rows (a 64-dim projection shortlists 2,000; 99.8% of the exact top 50 kept on the "
-        "100k bench vectors). What would close more: fewer candidate records made per recall (~1/4 of it), "
-        "BM25 over the touched postings only."
+        "The reference is the query's embedding by the same model plus one float32 matrix product with BLAS on "
+        "every core; recall adds the full-text search, ~100 candidate records, ranking and the second hop. Above 50k "
+        "rows its dense search is no pass over every row (a 64-dim projection shortlists 2,000; 99.8% of the exact "
+        "top 50 kept on the 100k bench vectors), so at 1M recall runs below the floor. What would close the rest at "
+        "100k: fewer candidate records made per recall, the mentions signal's values read at write time."
     ),
     "bulk import": (
-        "Embedding is the whole cost (the write path alone runs at ~17k rows/s). The model's int8 copy embeds "
-        "one text at a time (batched, its activation scale would make a text's vector depend on its companions): "
-        "~590 LoCoMo turns/s on a quiet machine against float32's ~300 in batches (eval/results/embed_precision.md), "
-        "under load fewer. What would close the rest: two single-thread model sessions embedding side by side, "
-        "or importing rows without vectors (full-text searchable at once) and letting the consolidator embed "
-        "them in the background."
+        "Embedding is the whole cost (the write path alone runs at ~10k rows/s). The shipped model is float32: on "
+        "these 2 cores it embeds ~135–165 LoCoMo turns a second whatever the batch (1, 4, 8, 16, 24, 64 and 128 "
+        "measured, sorted by length). 400/s needs the int8 copy (~2-3× faster, one text at a time on one "
+        "single-thread session per core: `embed_many`), which stays opt-in while it is outside issue 22's ranking "
+        "tolerance (eval/results/embed_precision.md), or a smaller model."
     ),
     "server RSS": (
         "Told by component in the tables above. Native libraries are the largest part (~240 MB of mapped code in the "
@@ -1265,10 +1265,12 @@ PHASES = (
     "upkeep",
     "cold_start",
     "in_process",
+    "stages",
     "consolidate_remembered",
     "reference",
     "read_index",
     "end_to_end",
+    "rss_components",
     "profile",
 )
 
