@@ -22,7 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-#: Per tool: (module, attribute as its caller finds it, what the stage is). Stages never nest within one tool.
+#: Per tool: (module, attribute as its caller finds it, what the stage is). A stage run inside another is counted in
+#: both (a remember whose facts are resolved embeds their slot phrases inside "facts resolved and committed"), and
+#: "other" is then what is left after both, never below 0.
 STAGES: dict[str, list[tuple[str, str, str]]] = {
     "recall": [
         ("chronomem.service", "MemoryService.embed_one", "query embedding"),
