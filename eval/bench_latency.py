@@ -123,9 +123,9 @@ REMEDIES: dict[str, str] = {
     "spawn → first recall": (
         "Loading the ONNX model (~1 s on an idle core: the shipped float32 model) and opening the store start at "
         "spawn; the first recall waits for both. A store with a read index snapshot answers that recall from it "
-        "(its load at open is ~0.1–0.7 s at 100k); the run before this one, on a quiet machine and a kept 100k store, "
-        "measured 1.49–1.78 s, under the target; this run's 5 cold starts came right after the 100k fill and upkeep. "
-        "Not profiled further in this run."
+        "(its load at open is ~0.1–0.7 s at 100k). Three shorter runs the same day on a kept 100k store measured "
+        "1.49, 2.40 and 1.78 s: the figure swings by a second between runs. This run's 5 cold starts came right after "
+        "the 100k fill and upkeep. Not profiled further in this run."
     ),
     "remember e2e": (
         "Where it goes, in-process at 100k (the stage table above): the text's embedding by the float32 model "
