@@ -64,7 +64,7 @@ from chronomem.records import UTC, MemoryRecord, new_id, utcnow
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from eval.common import RESULTS_DIR, make_embedder, resolve_data_dir, settings_for
-from eval.rss_probe import resident_by_mapping
+from eval.rss_probe import MAPPING_KINDS, resident_by_mapping
 from eval.stage_times import OTHER, STAGES, stage_times
 from eval.report import env_lines, environment, fmt, md_table, write_results
 
@@ -625,8 +625,6 @@ def server_memory(store: Path) -> dict[str, Any]:
 
 #: Recalls timed right after a spawned server's first answer (its first second or so), beside the settled ones.
 FRESH_RECALLS = 20
-#: The kinds of mapping the server's RSS is told by (eval.rss_probe.resident_by_mapping).
-MAPPING_KINDS = ("anonymous", "snapshot file", "libraries", "other files")
 #: Recalls and remembers of the component probe (each adds to what it measures: caches, LanceDB's writer).
 RSS_PROBE_CALLS = 50
 

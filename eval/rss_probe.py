@@ -33,13 +33,17 @@ def status() -> dict[str, float]:
     return {name: round(int(fields[key].split()[0]) / 1024, 1) for name, key in (("rss", "VmRSS"), ("anon", "RssAnon"), ("file", "RssFile"))}
 
 
+#: The kinds of mapping `resident_by_mapping` tells a process's RSS by.
+MAPPING_KINDS = ("anonymous", "snapshot file", "libraries", "other files")
+
+
 def resident_by_mapping(pid: int | str = "self") -> dict[str, float]:
     """A process's resident memory by kind of mapping, in MB (/proc/PID/smaps): anonymous (the model's weights and
     arena, the read index's own arrays, Python objects, LanceDB's caches), the read index snapshot's file pages,
     shared libraries' pages, other files."""
     from chronomem.search.snapshot import SNAPSHOT_NAME  # here, not at the top: the probe measures imports
 
-    kinds = dict.fromkeys(("anonymous", "snapshot file", "libraries", "other files"), 0)
+    kinds = dict.fromkeys(MAPPING_KINDS, 0)
     current = ""
     for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
         head = line.split()

@@ -322,11 +322,16 @@ def _footer(mapped: Any) -> dict[str, Any]:
     return meta
 
 
+def _check_crc(meta: dict[str, Any], name: str, data: memoryview | _FileSpan) -> None:
+    """Refuse the snapshot when section `name`'s bytes (`data`: mapped, or read through the file) fail its CRC-32."""
+    if _section_crc(data) != meta["sections"][name]["crc"]:
+        raise SnapshotRejected(f"its section {name} is damaged (checksum)")
+
+
 def _section(mapped: Any, view: memoryview, meta: dict[str, Any], name: str) -> np.ndarray:
     section = meta["sections"][name]
     start, nbytes = section["offset"], section["nbytes"]
-    if _section_crc(view[start : start + nbytes]) != section["crc"]:
-        raise SnapshotRejected(f"its section {name} is damaged (checksum)")
+    _check_crc(meta, name, view[start : start + nbytes])
     if section["dtype"] == "blob":
         return np.frombuffer(mapped, dtype=np.uint8, count=nbytes, offset=start)
     dtype = np.dtype(section["dtype"])
@@ -443,8 +448,7 @@ def _vector_rows(handle: Any, meta: dict[str, Any], n: int, dim: int) -> RowFile
     start, nbytes = section["offset"], section["nbytes"]
     if section["shape"] != [n, dim] or nbytes != n * dim * 4:
         raise SnapshotRejected(f"its section {VECTORS} has the wrong size")
-    if _section_crc(_FileSpan(handle, start, nbytes)) != section["crc"]:
-        raise SnapshotRejected(f"its section {VECTORS} is damaged (checksum)")
+    _check_crc(meta, VECTORS, _FileSpan(handle, start, nbytes))
     return RowFile(handle, start, dim)
 
 

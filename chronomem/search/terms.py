@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from functools import lru_cache
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 STOP_WORDS = frozenset(
@@ -271,7 +271,7 @@ def coined_word(word: str) -> bool:
     """Whether `word` is no English word at all — none of wordfreq's corpora has it at a measurable rate
     (`dashmap`, `pnpm`; not `cached`, `linter`): written in lower case, it can only be a name.
 
-    Exactly `wordfreq.zipf_frequency(word, "en") == 0.0` (tests/search/test_terms.py holds it to that), its steps
+    Exactly `wordfreq.zipf_frequency(word, "en") == 0.0` (tests/retrieval/test_terms_temporal.py holds it to that), its steps
     (`wordfreq._word_frequency`: tokens, digits smashed and rated apart, frequencies combined, rounded) over
     `_english_words` instead of wordfreq's own dictionary of the full list, which holds ~40 MB of Python objects
     for the life of the process."""
@@ -327,7 +327,7 @@ def _english_words() -> _WordList:
     """wordfreq's "best" English list (its large one), read from its file without wordfreq's caches."""
     from wordfreq import available_languages, read_cBpack
 
-    return _WordList(read_cBpack(available_languages("best")["en"])[:])
+    return _WordList(read_cBpack(available_languages("best")["en"]))
 
 
 def _word_or_its_s_form(word: str) -> str:
