@@ -297,10 +297,12 @@ def test_a_history_question_brings_back_superseded_values_oldest_first(svc: Memo
     retracted = remember(svc, "The tests once ran under tox.", valid_from="2023-12-01")
     forget(svc, retracted.id, "never true", retract=True)
 
-    changed = recall(svc, "how has the test command changed over time?")
-    values = [item.object for item in changed.results if item.kind == "fact"]
+    changed = history(svc, query="how has the test command changed over time?")
+    values = [entry.object for entry in changed.entries if entry.object is not None]
     assert values == ["pytest", "nox -s tests"], "every value, oldest first, the ended one included"
-    assert retracted.id not in ids(changed), "a retraction was never true: no history shows it"
+    assert retracted.id not in {e.id for e in changed.entries}, "a retraction was never true: no history shows it"
+    asked_of_recall = recall(svc, "how has the test command changed over time?")
+    assert first.facts[0].id not in ids(asked_of_recall), "recall reads no history off the words: it asks what holds now"
 
     now = recall(svc, "what is the test command?")
     assert first.facts[0].id not in ids(now), "a plain question still sees only the live slice"
