@@ -18,7 +18,8 @@ from pydantic import Field
 
 from chronomem.config import MAX_LIMIT
 from chronomem.errors import InvalidInput, NotFound
-from chronomem.records import MemoryRecord, normalize_predicate, normalize_subject
+from chronomem.records import MemoryRecord, differs_only_in_values, normalize_predicate, normalize_subject
+from chronomem.retrieval.values import value_kinds
 from chronomem.search.terms import mentioned, named_things
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
@@ -131,24 +132,74 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
     chosen = list(entries.values())[: bounded_int(limit, "limit", 1, MAX_LIMIT)]
     if not chosen:
         return HistoryResult(project=scope, kind="query", entries=[], message=found.message)
-    # what is about the query nearly as much as the best match is told as a timeline, oldest first (a history is
-    # read in the order things happened); weaker matches follow by relevance
+    projects = {p.lower() for p in svc.project_names().values()}
+    timeline, rest = split_timeline(str(query), chosen, score_of, ignore=projects)
+    ordered = timeline + rest
+    head = f"{len(ordered)} memories about {query!r} in {scope}: the {len(timeline)} closest oldest first"
+    return HistoryResult(project=scope, kind="query", entries=ordered, message=head + ".")
+
+
+def split_timeline(
+    query: str, chosen: list[HistoryEntry], score_of: dict[str, float], ignore: set[str]
+) -> tuple[list[HistoryEntry], list[HistoryEntry]]:
+    """What is about the query nearly as much as the best match, oldest first (a history is read in the order
+    things happened), and the weaker matches after it by relevance. Pure: `score_of` gives each entry's relevance,
+    `ignore` the names (projects) that tell nothing about what the query asks.
+
+    The timeline begins where the best match's own history does (`_history_start`): a memory about the same thing
+    from before that gives no value of the kind its history holds (another attribute of the thing: "exports-worker
+    serves the exports module" in the history of exports-worker's port) follows by relevance instead of leading."""
     best = max(chosen, key=lambda e: score_of[e.id])
     bar = TIMELINE_SHARE * score_of[best.id]
-    projects = {p.lower() for p in svc.project_names().values()}
-    names = {n for n in named_things(str(query), ignore=projects) if mentioned(n, best.text.lower())}
+    names = {n for n in named_things(query, ignore=ignore) if mentioned(n, best.text.lower())}
 
     def about_it(entry: HistoryEntry) -> bool:  # near the best match's relevance, naming what it names of the query
         text = entry.text.lower()
         return score_of[entry.id] >= bar and all(mentioned(n, text) for n in names)
 
-    near = [about_it(e) for e in chosen]
-    timeline = sorted(
-        (e for e, in_it in zip(chosen, near, strict=True) if in_it), key=lambda e: (e.valid_at, e.created_at)
-    )
-    ordered = timeline + [e for e, in_it in zip(chosen, near, strict=True) if not in_it]
-    head = f"{len(ordered)} memories about {query!r} in {scope}: the {len(timeline)} closest oldest first"
-    return HistoryResult(project=scope, kind="query", entries=ordered, message=head + ".")
+    chain = _chain(best, chosen)
+    chained = {e.id for e in chain}
+    near = [about_it(e) or e.id in chained for e in chosen]
+    timeline = sorted((e for e, in_it in zip(chosen, near, strict=True) if in_it), key=_when)
+    start = _history_start(query, best, chain, timeline)
+    if start is not None:
+        timeline = [e for e in timeline if _when(e) >= _when(start)]
+    told = {e.id for e in timeline}
+    return timeline, [e for e in chosen if e.id not in told]
+
+
+def _when(entry: HistoryEntry) -> tuple[str, str]:
+    return entry.valid_at, entry.created_at
+
+
+def _chain(best: HistoryEntry, chosen: list[HistoryEntry]) -> list[HistoryEntry]:
+    """The best match and the memories that say the same words around other values, it or one of them: its updates
+    by structure ("- Check: `uv run ruff check .`" → "- Check: `uv run --frozen ruff check .`"), in any wording."""
+    chain = [best]
+    for entry in chosen:
+        if entry is not best and any(
+            differs_only_in_values(m.text, entry.text) or differs_only_in_values(entry.text, m.text) for m in chain
+        ):
+            chain.append(entry)
+    return chain
+
+
+def _history_start(
+    query: str, best: HistoryEntry, chain: list[HistoryEntry], timeline: list[HistoryEntry]
+) -> HistoryEntry | None:
+    """The oldest memory of the best match's history: of its chain when it has one, else of the timeline's memories
+    that give a value of a kind the best match gives (values.py: a port is a number, a location a path); a value the
+    query names is the thing asked about, not a value of it. None when the best match gives no value."""
+    if len(chain) > 1:
+        return min(chain, key=_when)
+    asked = query.lower()
+
+    def kinds(entry: HistoryEntry) -> set[str]:
+        return {kind for kind, found in value_kinds(entry.text).items() if any(v not in asked for v in found)}
+
+    wanted = kinds(best)
+    holding = [e for e in timeline if kinds(e) & wanted] if wanted else []
+    return min(holding, key=_when) if holding else None
 
 
 def _chunk_history(svc: MemoryService, record: MemoryRecord) -> HistoryResult:

@@ -8,6 +8,8 @@ import pytest
 from chronomem.errors import InvalidInput
 from chronomem.service import MemoryService
 from chronomem.tools import history, remember
+from chronomem.tools.history import split_timeline
+from chronomem.tools.results import HistoryEntry
 
 
 def test_notes_without_facts_come_oldest_first_with_the_ended_ones(svc: MemoryService, clock) -> None:
@@ -55,3 +57,49 @@ def test_the_memories_found_are_told_as_a_timeline_within_the_limit(svc: MemoryS
     short = history(svc, query="which port does checkout listen on", limit=2)
     assert len(short.entries) == 2 and [e.valid_at for e in short.entries] == sorted(e.valid_at for e in short.entries)
     assert all("checkout" in e.text for e in short.entries)  # the best matches, not the first in time
+
+
+def _entry(n: int, day: str, text: str) -> HistoryEntry:
+    return HistoryEntry(
+        id=f"m{n}", text=text, status="current", valid_at=f"{day}T00:00:00Z", created_at=f"{day}T00:00:{n:02d}Z", source="user"
+    )
+
+
+def test_another_attribute_of_the_thing_from_before_its_history_does_not_lead() -> None:
+    entries = [
+        _entry(1, "2024-03-16", "exports-worker port: 7830"),
+        _entry(2, "2024-07-29", "No longer 7830; exports-worker binds 3052 now."),
+        _entry(3, "2024-02-12", "The exports module is served by exports-worker."),
+        _entry(4, "2024-04-20", "The scheduler module is served by exports-worker."),
+    ]
+    scores = {"m1": 1.41, "m2": 1.16, "m3": 1.07, "m4": 0.97}
+    timeline, rest = split_timeline("How has exports-worker's port changed?", entries, scores, ignore=set())
+    # the history of a port begins at the first memory giving a number for it; a later memory of another attribute
+    # stays in the timeline (what a value of the thing came beside), an earlier one follows by relevance
+    assert [e.id for e in timeline] == ["m1", "m4", "m2"]
+    assert [e.id for e in rest] == ["m3"]
+
+
+def test_a_line_updated_in_place_begins_its_own_timeline() -> None:
+    # one file's lines written at once, then one line changed: the history of the line starts at its first version,
+    # not at the lines written before it that day
+    entries = [
+        _entry(4, "2025-01-24", "- Check: `uv run ruff check .`"),
+        _entry(7, "2025-05-01", "- Check: `uv run --frozen ruff check .`"),
+        _entry(1, "2025-01-24", "- Run formatters before type checks"),
+        _entry(2, "2025-01-24", "- For checking in CI: `uv run ruff check . --output-format=github`"),
+        _entry(8, "2025-05-01", "- Fix: `uv run --frozen ruff check . --fix`"),
+    ]
+    scores = {"m4": 1.2, "m7": 1.1, "m1": 0.9, "m2": 1.0, "m8": 0.9}
+    timeline, rest = split_timeline("How has the Check command line changed?", entries, scores, ignore=set())
+    assert [e.id for e in timeline][:2] == ["m4", "m7"]
+    assert {"m1", "m2"} <= {e.id for e in rest}
+
+
+def test_without_a_value_in_the_best_match_nothing_is_cut() -> None:
+    entries = [
+        _entry(1, "2024-05-01", "We now deploy by merging to main and letting the pipeline roll it out."),
+        _entry(2, "2024-01-01", "Deploys are done by hand from a laptop."),
+    ]
+    timeline, rest = split_timeline("how did deploying change", entries, {"m1": 1.0, "m2": 0.9}, ignore=set())
+    assert [e.id for e in timeline] == ["m2", "m1"] and rest == []
