@@ -29,8 +29,7 @@
    best one's words around other values (`differs_only_in_values`) is the same thing wherever it
    ranks. Oldest first when the query asks for a history (then weak matches count too, if they
    tell what the best one tells of the thing asked), and no reordering
-   for a question about an event ("when did we…") or about several things ("what books
-   has she read"). Then the leader's value is followed to its later word: a newer note about the
+   for a question about an event ("when did we…"). Then the leader's value is followed to its later word: a newer note about the
    same thing that names the value (one the question does not name) beside another of its kind, or
    takes it back, leads instead (`successor_of`) — an update is worded unlike the question
    ("Moved translations from calendar-backend into tagging-server"), so it matches it too weakly
@@ -152,7 +151,7 @@ class QueryInfo:
     """What ranking needs to know about the query, beyond its text."""
 
     text: str
-    intent: str = "current"  # "current" | "past" | "event" | "several" | "history" (see temporal.read_time)
+    intent: str = "current"  # "current" | "past" | "event" (temporal.read_time) | "history" (the history tool)
     project_names: tuple[str, ...] = ()  # names of the projects being searched
     other_project_names: tuple[str, ...] = ()  # names of the store's other projects
     missing_entities: tuple[str, ...] = ()  # names in the query found nowhere in the slice
@@ -469,7 +468,7 @@ def _newer_wins(
     items: list[Ranked], wanted: set[str], asked: set[str], intent: str, config: RankConfig,
     weights: dict[str, float] | None = None,
 ) -> list[Ranked]:
-    if len(items) < 2 or intent in ("event", "several"):
+    if len(items) < 2 or intent == "event":
         return items
     top = items[0].candidate
     top_vector = top.record.vector

@@ -22,7 +22,6 @@ from chronomem.retrieval.rank import (
     term_weights,
     weighted_coverage,
 )
-from chronomem.retrieval.temporal import read_time
 from chronomem.search.terms import terms
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -120,15 +119,6 @@ def test_a_history_orders_what_is_said_of_the_thing_asked_not_its_siblings() -> 
     new = cand("audit-svc listens on port 7494.", days=30, dense=0.8)
     history = rank(QueryInfo("How has the port of audit-svc changed?", intent="history"), [new, sibling, old])
     assert texts(history) == ["Port for audit-svc is 6010.", "audit-svc listens on port 7494.", sibling.record.content]
-
-
-def test_a_question_about_several_things_keeps_the_best_match_first() -> None:
-    first = cand("Melanie: I read Charlotte's Web with the kids.", days=0, dense=0.8, d_rank=1, l_rank=1)
-    later = cand("Melanie: I read a book about pottery last week.", days=40, d_rank=2, l_rank=2)
-    asked = "What books has Melanie read?"
-    assert texts(rank(QueryInfo(asked), [first, later]))[0] == later.record.content  # read as a state: newest first
-    several = rank(QueryInfo(asked, intent=read_time(asked, T0).intent), [first, later])
-    assert texts(several) == [first.record.content, later.record.content]
 
 
 @pytest.mark.parametrize(
