@@ -26,7 +26,7 @@ from chronomem.storage import Filter
 from chronomem.timeparse import iso
 from chronomem.tools.lookup import get_or_fail, original_id
 from chronomem.tools.recall import search_slice
-from chronomem.tools.results import HistoryEntry, HistoryResult
+from chronomem.tools.results import HistoryEntry, HistoryResult, RecallResult
 from chronomem.tools.spec import Hints, Project, ToolSpec
 from chronomem.tools.validate import bounded_int, memory_id, require_text
 
@@ -106,10 +106,7 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
     about the best match first, oldest first, then the rest by relevance; each fact found brings its slot's
     whole chain (oldest first) in its place."""
     now = svc.now()
-    found = search_slice(
-        svc, query, at=now, known_at=now, project=project, scope="project", limit=limit, budget_tokens=None,
-        kinds=None, intent="history",
-    )
+    found = search_history(svc, query, project, limit)
     scope = found.projects[0] if found.projects else svc.project(project)
     entries: dict[str, HistoryEntry] = {}
     score_of: dict[str, float] = {}  # each entry's relevance: that of the result that brought it
@@ -137,6 +134,16 @@ def _query_history(svc: MemoryService, query: Any, project: str | None, limit: A
     ordered = timeline + rest
     head = f"{len(ordered)} memories about {query!r} in {scope}: the {len(timeline)} closest oldest first"
     return HistoryResult(project=scope, kind="query", entries=ordered, message=head + ".")
+
+
+def search_history(svc: MemoryService, query: Any, project: str | None, limit: Any, kinds: Any = None) -> RecallResult:
+    """Recall's search over every value valid by now, ended ones too (the `history` intent, asked by the tool
+    rather than read off the question's words)."""
+    now = svc.now()
+    return search_slice(
+        svc, query, at=now, known_at=now, project=project, scope="project", limit=limit, budget_tokens=None,
+        kinds=kinds, intent="history",
+    )
 
 
 def split_timeline(

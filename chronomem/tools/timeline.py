@@ -25,9 +25,9 @@ from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import iso
 from chronomem.tools.browse import written_by
-from chronomem.tools.history import history
+from chronomem.tools.history import history, search_history
 from chronomem.tools.lookup import original_id
-from chronomem.tools.recall import recall, search_slice
+from chronomem.tools.recall import recall
 from chronomem.tools.results import HistoryEntry
 from chronomem.tools.validate import memory_id
 
@@ -141,11 +141,7 @@ def find_fact(svc: MemoryService, query: Any, project: str | None) -> str:
     found = recall(svc, query, project=project, kinds=["fact"], limit=1)
     if found.results:
         return found.results[0].id
-    now = svc.now()
-    past = search_slice(
-        svc, query, at=now, known_at=now, project=project, scope="project", limit=1, budget_tokens=None,
-        kinds=["fact"], intent="history",
-    )
+    past = search_history(svc, query, project, limit=1, kinds=["fact"])
     if past.results:
         return past.results[0].id
     raise NotFound(f"no fact matches {str(query)[:80]!r}: try other words, or pass --subject and --predicate")
