@@ -221,6 +221,17 @@ def _storage_options(value: str | None) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k).lower(), str(v)) for k, v in data.items()))
 
 
+def default_cache_root() -> Path:
+    """Where chronomem keeps what it makes once and reuses (the int8 model copy, word lists):
+    CHRONOMEM_CACHE_DIR, else the user's cache directory (XDG_CACHE_HOME on Linux)."""
+    configured = os.environ.get("CHRONOMEM_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    from platformdirs import user_cache_path
+
+    return user_cache_path("chronomem", appauthor=False)
+
+
 def default_store_path() -> Path:
     """The user's data directory (XDG_DATA_HOME on Linux), never the working directory."""
     from platformdirs import user_data_path

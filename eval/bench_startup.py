@@ -4,6 +4,8 @@ Speaks raw JSON-RPC over the child's pipes so nothing but the server is timed. B
 the CPU seconds the server had used when its first recall was answered (Linux: /proc), a figure other load on
 the machine barely moves: on two cores, wall time cannot fall far below it.
 Usage: python -m eval.bench_startup [--runs 5]. Prints medians; writes nothing else.
+With `--side old=../wt/old --side new=.` it runs the servers of two (or more) checkouts in turn instead, on one store
+with a note, and prints each one's medians and their ratios to the first side's.
 
 With `--store DIR` (a large store, e.g. one `eval.bench_latency --keep` filled, or one `--fill N` makes there), it
 measures a *reopened* store instead, with the read index snapshot off (CHRONOMEM_READ_INDEX_SNAPSHOT=0: the index is
@@ -73,12 +75,14 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
     return float("nan")
 
 
-def one_run(store: str) -> tuple[float, float, float]:
+def one_run(store: str, checkout: str | None = None) -> tuple[float, float, float]:
+    """Spawn → initialize, spawn → first recall (s) and the server's CPU seconds then; `checkout`: the chronomem
+    checkout the server runs from (its folder is the child's working directory, first on its path)."""
     env = {**os.environ, "CHRONOMEM_HOME": store, "CHRONOMEM_PROJECT": "bench"}
     start = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "chronomem", "serve"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=checkout,
     )
     assert proc.stdin and proc.stdout
     try:
@@ -267,6 +271,28 @@ def _median(label: str, values: list[float], unit: str = "s", digits: int = 3) -
             f"(runs: {', '.join(f'{x:.{digits}f}' for x in values)})")
 
 
+def compare_checkouts(sides: dict[str, str], runs: int) -> None:
+    """Each checkout's server in turn, `runs` rounds (one unmeasured first, for the page cache), on one store with a
+    note: interleaved so the machine's drift falls on every side alike. Prints medians and ratios to the first side."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "store")
+        first = next(iter(sides.values()))
+        subprocess.run([sys.executable, "-m", "chronomem", "remember", "Tests run with pytest.", "--store", store,
+                        "--project", "bench"], check=True, capture_output=True, cwd=first)
+        results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sides}
+        for n in range(runs + 1):
+            for name, checkout in sides.items():
+                result = one_run(store, checkout)
+                if n:
+                    results[name].append(result)
+    base = [statistics.median(r[k] for r in results[next(iter(sides))]) for k in range(3)]
+    for name, measured in results.items():
+        medians = [statistics.median(r[k] for r in measured) for k in range(3)]
+        print(f"{name} ({sides[name]}), medians of {runs}: initialize {medians[0]:.3f} s ({medians[0] / base[0]:.2f}×), "
+              f"first recall {medians[1]:.3f} s ({medians[1] / base[1]:.2f}×), CPU then {medians[2]:.2f} s "
+              f"({medians[2] / base[2]:.2f}×)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
@@ -275,9 +301,14 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=30.0, help="seconds of recalls after spawn (default 30)")
     parser.add_argument("--settled", type=int, default=60, help="recalls after the window (default 60)")
     parser.add_argument("--out", default=None, help="folder for startup_snapshot.{json,md} (default eval/results)")
+    parser.add_argument("--side", action="append", default=[], metavar="NAME=CHECKOUT",
+                        help="compare checkouts (give two or more): their servers run in turn on one store with a note")
     args = parser.parse_args()
     if args.store:
         reopened(args)
+        return
+    if args.side:
+        compare_checkouts(dict(side.split("=", 1) for side in args.side), args.runs)
         return
     with tempfile.TemporaryDirectory() as tmp:
         # A store with one note (a server started again), and a new one (the README's first command on a fresh

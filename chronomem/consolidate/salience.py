@@ -118,7 +118,7 @@ def word_information(token: str) -> float:
     `src/auth`, `3.11`, `ERR_TIMEOUT`) says the most; a common word little; a function word nothing."""
     if any(ch.isdigit() for ch in token) or any(ch in "_-./:#@+" for ch in token.strip("_-./:#@+")):
         return FUNCTION_ZIPF
-    from chronomem.search.terms import word_zipf
+    from chronomem.search.english import word_zipf
 
     return max(FUNCTION_ZIPF - word_zipf(token), 0.0)
 

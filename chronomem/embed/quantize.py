@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from chronomem.config import EMBED_PRECISIONS
+from chronomem.config import EMBED_PRECISIONS, default_cache_root
 from chronomem.embed.packaged import MANIFEST, MODEL_FILE, float32_weights, is_int8_model
 
 log = logging.getLogger(__name__)
@@ -46,16 +46,6 @@ def folder_precision(folder: Path) -> str:
     """int8 when the folder's manifest says its model already is, else float32 (what the model computes in:
     an ONNX export as published, or the shipped model's float16-stored weights cast to float32)."""
     return INT8 if is_int8_model(folder) else FLOAT32
-
-
-def default_cache_root() -> Path:
-    """CHRONOMEM_CACHE_DIR, else the user's cache directory (XDG_CACHE_HOME on Linux)."""
-    configured = os.environ.get("CHRONOMEM_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    from platformdirs import user_cache_path
-
-    return user_cache_path("chronomem", appauthor=False)
 
 
 def copy_folder(source: Path, cache_root: Path) -> Path:

@@ -54,7 +54,8 @@ from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
 from chronomem.retrieval.values import value_kinds
 from chronomem.search.candidates import Candidate, cosine
-from chronomem.search.terms import STOP_WORDS, coined_word, common_word, iter_terms, mentioned, named_things, terms
+from chronomem.search.english import coined_word, common_word
+from chronomem.search.terms import STOP_WORDS, iter_terms, mentioned, named_things, terms
 
 
 @dataclass(frozen=True)
@@ -198,8 +199,8 @@ _ABBREVIATION = re.compile(r"[A-Z]{2,5}")
 def gate_names(query: QueryInfo) -> dict[str, bool | None]:
     """The names of the question for the names gate, each with what its absence from the slice says:
     True, an identifier (`named_things`): the store holds nothing on the question; False, a capitalised word
-    English does not commonly use (`terms.common_word`: `Vivaldi`) or a lower-case one it does not use at all
-    (`terms.coined_word`: `dashmap`): nothing, if no other name is stored either;
+    English does not commonly use (`english.common_word`: `Vivaldi`) or a lower-case one it does not use at all
+    (`english.coined_word`: `dashmap`): nothing, if no other name is stored either;
     None, a common word, however written (`Melanie`, `TV`, `Golden`): nothing by itself — a memory may say it
     otherwise. Abbreviations (`GF`, `SLA`) and markup (`<BOD>`) name nothing."""
     text = _MARKUP.sub(" ", query.text)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 
 from chronomem.safety.allow import is_filler
+from chronomem.search.english import common_word
 
 KEYWORD = "password-assignment"
 PROSE = "password-in-text"
@@ -106,7 +106,6 @@ _RUN = re.compile(r"\S{0,2049}")
 _MAX_VALUE = 2048
 _TRAILING = ".,;:)]}>\"'`"
 _QUOTES = {'"': '"', "'": "'", "`": "`"}
-_COMMON_ZIPF = 3.0
 
 
 @dataclass(frozen=True)
@@ -239,7 +238,7 @@ def _assigned_secret(value: str, name_mode: bool) -> bool:
         return False
     if name_mode and value.replace(" ", "").isalpha():
         return False
-    if value.isalpha() and value.islower() and _common(value):
+    if value.isalpha() and value.islower() and common_word(value):
         return False  # `password: required`, `token: rotated`
     return True
 
@@ -291,11 +290,6 @@ def _mixed_classes(value: str) -> int:
 def _all_words(value: str) -> bool:
     """Every run of letters (split at case changes) is a common English word: `hunter2`, `BuildAndPush`."""
     runs = [w for run in _LETTER_RUNS.findall(value) for w in _CAMEL.findall(run)]
-    return bool(runs) and all(len(w) >= 3 and _common(w.lower()) for w in runs)
+    return bool(runs) and all(len(w) >= 3 and common_word(w.lower()) for w in runs)
 
 
-@lru_cache(maxsize=4096)
-def _common(word: str) -> bool:
-    from wordfreq import zipf_frequency  # offline English word frequencies, already a chronomem dependency
-
-    return zipf_frequency(word, "en", wordlist="small") >= _COMMON_ZIPF

@@ -11,12 +11,13 @@ nothing on the subject.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
+
+from chronomem.search.english import common_word, word_lists
 
 STOP_WORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
@@ -233,101 +234,10 @@ def english_compound(name: str) -> bool:
     )
 
 
-#: The zipf frequency (log10 of occurrences per billion words) from which a word is part of English's common
-#: vocabulary: 3, once per million words, the zipf scale's own line between low- and high-frequency words
-#: (van Heuven et al., 2014). wordfreq's "small" English list holds exactly the words at or above it.
-COMMON_ZIPF = 3.0
-
-
-@lru_cache(maxsize=65536)
-def common_word(word: str) -> bool:
-    """Whether English uses the single word `word` commonly (`tv`, `golden`, `john`): such a word a memory may
-    say in other words; a rare one (`dashmap`, `kafka`, `storybook`) names something. Only for single words:
-    wordfreq rates a compound by its parts, so `billing-api` would look as common as `sign-off`."""
-    from wordfreq import zipf_frequency  # word frequencies of English from many corpora, offline (~15 ms to load)
-
-    return zipf_frequency(word, "en", wordlist="small") >= COMMON_ZIPF
-
-
-@lru_cache(maxsize=65536)
-def word_zipf(word: str) -> float:
-    """wordfreq's zipf frequency of one English word (0 for a word below the "small" list's floor, COMMON_ZIPF)."""
-    from wordfreq import zipf_frequency
-
-    return float(zipf_frequency(word, "en", wordlist="small"))
-
-
 def warm() -> None:
-    """Load what the first query would otherwise wait for (wordfreq's lists, ~0.8 s; the stemmer), for a warm-up thread."""
-    from wordfreq import zipf_frequency
-
-    zipf_frequency("memory", "en", wordlist="small")
-    _english_words()
+    """Load what the first query would otherwise wait for (the word lists, the stemmer), for a warm-up thread."""
+    word_lists()
     _stemmer()
-
-
-@lru_cache(maxsize=65536)
-def coined_word(word: str) -> bool:
-    """Whether `word` is no English word at all — none of wordfreq's corpora has it at a measurable rate
-    (`dashmap`, `pnpm`; not `cached`, `linter`): written in lower case, it can only be a name.
-
-    Exactly `wordfreq.zipf_frequency(word, "en") == 0.0` (tests/retrieval/test_terms_temporal.py holds it to that), its steps
-    (`wordfreq._word_frequency`: tokens, digits smashed and rated apart, frequencies combined, rounded) over
-    `_english_words` instead of wordfreq's own dictionary of the full list, which holds ~40 MB of Python objects
-    for the life of the process."""
-    from wordfreq import digit_freq, freq_to_zipf, lossy_tokenize, smash_numbers
-
-    tokens = lossy_tokenize(word, "en")
-    if not tokens:
-        return True
-    inverse = 0.0
-    for token in tokens:
-        smashed = smash_numbers(token)
-        freq = _english_words().frequency(smashed)
-        if freq is None:
-            return True
-        if smashed != token:
-            freq *= digit_freq(token)
-        inverse += 1.0 / freq
-    freq = max(1.0 / inverse, _ZIPF_ZERO)
-    rounded = round(freq, math.floor(-math.log(freq, 10)) + 3)
-    return round(freq_to_zipf(rounded), 2) == 0.0
-
-
-#: Zipf 0 as a frequency (once per billion words): `zipf_frequency`'s default floor.
-_ZIPF_ZERO = 1e-9
-
-
-class _WordList:
-    """A wordfreq list as a compact lookup: the 64-bit hash of each word's UTF-8 bytes (sorted; per process, as
-    Python's hashes are) beside its bucket (centibels below the top). ~3.2 MB for English's 321k words, against
-    ~40 MB for wordfreq's lists and dictionary of them; a hash shared by two words (~3e-9 for the list) would
-    only rate one by the other's frequency."""
-
-    def __init__(self, buckets: list[list[str]]) -> None:
-        import numpy as np
-
-        count = sum(len(bucket) for bucket in buckets)
-        keys = np.fromiter((hash(w.encode()) for bucket in buckets for w in bucket), dtype=np.int64, count=count)
-        ranks = np.fromiter((i for i, bucket in enumerate(buckets) for _ in bucket), dtype=np.int16, count=count)
-        order = np.argsort(keys, kind="stable")
-        self._keys, self._ranks = keys[order], ranks[order]
-
-    def frequency(self, word: str) -> float | None:
-        """The word's frequency (`wordfreq.cB_to_freq` of its bucket), or None when the list lacks it."""
-        key = hash(word.encode())
-        at = int(self._keys.searchsorted(key))
-        if at == len(self._keys) or int(self._keys[at]) != key:
-            return None
-        return float(10.0 ** (-int(self._ranks[at]) / 100.0))
-
-
-@lru_cache(maxsize=1)
-def _english_words() -> _WordList:
-    """wordfreq's "best" English list (its large one), read from its file without wordfreq's caches."""
-    from wordfreq import available_languages, read_cBpack
-
-    return _WordList(read_cBpack(available_languages("best")["en"]))
 
 
 def _word_or_its_s_form(word: str) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from chronomem.records import UTC
 from chronomem.retrieval.temporal import read_time
-from chronomem.search.terms import coined_word, entities, fold, mentioned, named_things, terms
+from chronomem.search.terms import entities, fold, mentioned, named_things, terms
 
 NOW = datetime(2024, 8, 20, tzinfo=UTC)
 
@@ -21,22 +21,6 @@ def test_identifiers_are_kept_whole_and_split() -> None:
     assert fold("ERR_X") == "ERR_X"  # identifiers are not stemmed
     assert terms("owner") == terms("owns") and terms("served") == terms("servers") and terms("workers") == terms("work")
     assert terms("user") == ["user"] and terms("billing-worker")[0] == "billing-worker"  # short stems, identifiers
-
-
-def test_a_coined_word_is_exactly_one_wordfreq_rates_zero_without_its_dictionary() -> None:
-    """`coined_word` runs wordfreq's steps over a compact copy of its list; it must say what wordfreq says, for
-    the list's own words, words it lacks, digits (rated apart), compounds, other scripts and case."""
-    import random
-
-    from wordfreq import available_languages, read_cBpack, zipf_frequency
-
-    listed = [w for bucket in read_cBpack(available_languages("best")["en"]) for w in bucket]
-    rng = random.Random(3)
-    sample = rng.sample(listed, 3000) + listed[:50] + listed[-50:]
-    sample += [w + "qz" for w in sample[:500]] + [w + "42" for w in sample[:500]] + [w.upper() for w in sample[:300]]
-    sample += ["dashmap", "pnpm", "cached", "linter", "2024", "v1.2.3", "3.11", "billing-api", "sign-off", "k8s", "火", "kp", "", "don't", "café"]
-    assert [w for w in sample if coined_word(w) != (zipf_frequency(w, "en") == 0.0)] == []
-    assert coined_word("dashmap") and not coined_word("linter") and coined_word("qzxv-frob")
 
 
 def test_entities_are_the_named_things() -> None:
