@@ -5,7 +5,8 @@ the CPU seconds the server had used when its first recall was answered (Linux: /
 the machine barely moves: on two cores, wall time cannot fall far below it.
 Usage: python -m eval.bench_startup [--runs 5]. Prints medians; writes nothing else.
 With `--side old=../wt/old --side new=.` it runs the servers of two (or more) checkouts in turn instead, on one store
-with a note, and prints each one's medians and their ratios to the first side's.
+with a note (or on `--store DIR`, reopened as it is), and prints each one's medians and their ratios to the first
+side's.
 
 With `--store DIR` (a large store, e.g. one `eval.bench_latency --keep` filled, or one `--fill N` makes there), it
 measures a *reopened* store instead, with the read index snapshot off (CHRONOMEM_READ_INDEX_SNAPSHOT=0: the index is
@@ -271,14 +272,15 @@ def _median(label: str, values: list[float], unit: str = "s", digits: int = 3) -
             f"(runs: {', '.join(f'{x:.{digits}f}' for x in values)})")
 
 
-def compare_checkouts(sides: dict[str, str], runs: int) -> None:
-    """Each checkout's server in turn, `runs` rounds (one unmeasured first, for the page cache), on one store with a
-    note: interleaved so the machine's drift falls on every side alike. Prints medians and ratios to the first side."""
+def compare_checkouts(sides: dict[str, str], runs: int, store: str | None = None) -> None:
+    """Each checkout's server in turn, `runs` rounds (one unmeasured first, for the page cache), on `store` (kept as
+    it is) or on a new store with one note: interleaved so the machine's drift falls on every side alike. Prints
+    medians and ratios to the first side."""
     with tempfile.TemporaryDirectory() as tmp:
-        store = os.path.join(tmp, "store")
-        first = next(iter(sides.values()))
-        subprocess.run([sys.executable, "-m", "chronomem", "remember", "Tests run with pytest.", "--store", store,
-                        "--project", "bench"], check=True, capture_output=True, cwd=first)
+        if store is None:
+            store = os.path.join(tmp, "store")
+            subprocess.run([sys.executable, "-m", "chronomem", "remember", "Tests run with pytest.", "--store", store,
+                            "--project", "bench"], check=True, capture_output=True, cwd=next(iter(sides.values())))
         results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sides}
         for n in range(runs + 1):
             for name, checkout in sides.items():
@@ -302,13 +304,13 @@ def main() -> None:
     parser.add_argument("--settled", type=int, default=60, help="recalls after the window (default 60)")
     parser.add_argument("--out", default=None, help="folder for startup_snapshot.{json,md} (default eval/results)")
     parser.add_argument("--side", action="append", default=[], metavar="NAME=CHECKOUT",
-                        help="compare checkouts (give two or more): their servers run in turn on one store with a note")
+                        help="compare checkouts (give two or more): their servers run in turn on one store (--store, or one with a note)")
     args = parser.parse_args()
+    if args.side:
+        compare_checkouts(dict(side.split("=", 1) for side in args.side), args.runs, args.store)
+        return
     if args.store:
         reopened(args)
-        return
-    if args.side:
-        compare_checkouts(dict(side.split("=", 1) for side in args.side), args.runs)
         return
     with tempfile.TemporaryDirectory() as tmp:
         # A store with one note (a server started again), and a new one (the README's first command on a fresh

@@ -440,3 +440,19 @@ def test_a_clean_exit_saves_the_writes_made_since_the_snapshot(
     assert reopened.table.version > before
     assert reopened.read_index is not None and reopened.read_index.rows == ROWS + 25  # the snapshot the exit wrote
     assert reopened.read_index.version == reopened.table.version
+
+
+def test_a_versions_stamp_is_its_commit_time_as_the_tables_listing_has_it(tmp_path: Path) -> None:
+    """`version_stamp` reads one version's manifest, not the listing of every version: the same time for every
+    version the table lists, None for one it does not."""
+    import lance
+    import pyarrow as pa
+
+    uri = tmp_path / f"{snapshot.TABLE_NAME}.lance"
+    lance.write_dataset(pa.table({"x": [0]}), str(uri))
+    for i in range(1, 4):
+        lance.write_dataset(pa.table({"x": [i]}), str(uri), mode="append")
+    listed = {int(entry["version"]): entry["timestamp"].isoformat() for entry in lance.dataset(str(uri)).versions()}
+    assert len(listed) == 4
+    assert {version: snapshot.version_stamp(tmp_path, version) for version in listed} == listed
+    assert snapshot.version_stamp(tmp_path, max(listed) + 7) is None
