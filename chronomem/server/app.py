@@ -359,6 +359,9 @@ def register_tool(server: MCPServer[Any], spec: ToolSpec, run: Runner) -> None:
     metadata = server._tool_manager.get_tool(spec.name).fn_metadata  # read live by the SDK at each listing
     if metadata.output_schema is not None:
         metadata.output_schema = plain_nullables(metadata.output_schema)
+    # The schema stays published; without its model the SDK does not validate each result against it again: the
+    # structured content is the result model's own dump (`run`), and clients validate what they receive.
+    metadata.output_model = None
 
 
 def plain_nullables(schema: Any) -> Any:
