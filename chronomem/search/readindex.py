@@ -523,21 +523,24 @@ class ReadIndex:
                 self._append(data.take(pa.array(fresh)) if known else data)
             self.version = version
 
-    def catch_up(self, table: Any, scan_limit: int) -> None:
+    def catch_up(self, table: Any, scan_limit: int) -> bool:
         """Bring the copy to the table's current version: a diff of every column a write can change
         (all but content and vectors, which a row never changes), then the new or changed rows read by id.
 
         The diff reads only the fragments that are new since the version the copy holds, when the copy knows its
         fragments (`_by_fragments`); else, or when rows went (a purge rewrote the table), every row, and rows gone
-        make it read the whole table again."""
+        make it read the whole table again. `table` may be a pylance dataset, which only the fragments' way reads:
+        False (nothing changed) when that does not do, and the caller catches up from the LanceDB table."""
         with self._lock:
             version = table.version
             if version == self.version:
-                return
+                return True
             dataset = self._dataset_at(table, version)
             if dataset is not None and self._by_fragments(dataset, scan_limit):
                 self.version = version
-                return
+                return True
+            if not hasattr(table, "search"):
+                return False
             scan = table.search().select(SYNC_COLUMNS).limit(scan_limit).to_arrow()
             self.rows_diffed = scan.num_rows
             ids = scan.column("id").to_pylist()
@@ -554,7 +557,7 @@ class ReadIndex:
                 self.version = version
                 self._note_fragments(dataset)
                 log.debug("read index rebuilt at version %d: %d rows were gone", version, int(gone.sum()))
-                return
+                return True
 
             def by_id(part: list[str], columns: list[str] | None) -> Any:
                 query = table.search().where(Filter().ids(part).sql())
@@ -564,6 +567,7 @@ class ReadIndex:
             self.version = version
             self._note_fragments(dataset)
             log.debug("read index caught up to version %d: %d new, %d changed", version, new, changed)
+            return True
 
     def _note_fragments(self, dataset: Any) -> None:
         """Record the fragments of the version just read (`dataset`: None when there is no pylance dataset, and the

@@ -51,7 +51,6 @@ import numpy as np
 from chronomem.search.densematrix import DenseMatrix, RowFile
 from chronomem.search.readindex import _FLAG_ARRAYS, _TIMES, ReadIndex, _Postings, merged_postings, result_table
 from chronomem.storage.schema import TABLE_NAME
-from chronomem.storage.store import SCAN_LIMIT
 
 log = logging.getLogger(__name__)
 
@@ -543,7 +542,7 @@ class Keeper:
         index = store.read_index if store is not None else None
         if index is None or not self.due(index, time.monotonic(), exiting):
             return
-        index.catch_up(store.table, SCAN_LIMIT)
+        store.catch_up(index)
         if store.read_index is index and self.due(index, time.monotonic(), exiting):
             self.save(index)
 

@@ -72,7 +72,7 @@ class ReadIndex(Protocol):
 
     def apply(self, data: Any, version: int) -> None: ...
 
-    def catch_up(self, table: Any, scan_limit: int) -> None: ...
+    def catch_up(self, table: Any, scan_limit: int) -> bool: ...
 
     def find(self, flt: Filter, limit: int, with_vectors: bool = False) -> list[MemoryRecord] | None: ...
 
@@ -303,6 +303,24 @@ class MemoryStore:
         """What a read index is built from: a quick open's pylance dataset until LanceDB's table is opened."""
         return self._dataset if self._opened is None else self._table
 
+    def catch_up(self, index: ReadIndex) -> None:
+        """Bring `index` to the table's newest version: from pylance's dataset while LanceDB's table is not open
+        (`_newest_dataset`), else, or when that cannot do it, from the table."""
+        dataset = self._newest_dataset()
+        if dataset is None or not index.catch_up(dataset, SCAN_LIMIT):
+            index.catch_up(self._table, SCAN_LIMIT)
+
+    def _newest_dataset(self) -> Any:
+        """A quick open's pylance dataset moved to the table's newest version, while LanceDB's table is not open (no
+        write yet): the read index catches up from it, so a server that only reads never loads LanceDB (~90 MB of
+        native library, ~1.5 s of import on the first recall after another process wrote). None once it is open."""
+        dataset = self._dataset
+        if self._opened is not None or dataset is None or not hasattr(dataset, "checkout_version"):
+            return None
+        newest = dataset.checkout_version(dataset.latest_version)
+        self._dataset, self._version = newest, int(newest.version)
+        return newest
+
     def _first_read_index(self) -> None:
         if not self._index_off and self._rows_source.count_rows() <= OPEN_BUILD_ROWS:
             self.wait_for_read_index()  # a small table's copy is made in ~0.1 s: every search then reads alike
@@ -450,7 +468,7 @@ class MemoryStore:
             assert self._build_index is not None  # the index is off without a builder
             index = self._build_index(source, self.dim, SCAN_LIMIT, None if self.remote else self.path)
             if source is not self._dataset:
-                index.catch_up(self._table, SCAN_LIMIT)  # writes committed while it was read
+                self.catch_up(index)  # writes committed while it was read
             self._read_index = index
             log.debug("read index built: %d rows in %.1f s", index.rows, time.perf_counter() - started)
             # The build's scratch buffers (~2x the copy at its peak) are not kept resident. A large table's copy
@@ -505,7 +523,7 @@ class MemoryStore:
             # A commit since `_version` (a `stat`), or one of ours the index missed, is read from the table; else the
             # index answers without it (after a quick open, LanceDB is not opened for reading what the index holds).
             if self._commits.moved(self._version) or index.version != self._version:
-                index.catch_up(self._table, SCAN_LIMIT)
+                self.catch_up(index)
         except Exception:
             log.debug("read index catch-up failed; searching LanceDB", exc_info=True)
             return None

@@ -63,10 +63,21 @@ def test_another_handles_commit_is_seen_and_our_writes_work(written: Path) -> No
     theirs = rec("mypy checks the types", 3)
     other.add([theirs])
     assert [r.id for r, _ in text_search(quick, "mypy types", live(), 5)] == [theirs.id]
+    assert quick._opened is None  # the read index read their commit through pylance: LanceDB is still not loaded
     ours = rec("black formats the code", 4)
     quick.add([ours])
     assert [r.id for r, _ in text_search(other, "black formats", live(), 5)] == [ours.id]
     assert quick.count() == other.count() == 5
+
+
+def test_rows_another_handle_removed_are_caught_up_through_lancedb(written: Path) -> None:
+    """The fragments' way cannot tell a removed row from a moved one: the quick store falls back to LanceDB's table."""
+    import lance
+
+    quick = open_store(written, DIM, "test")
+    lance.dataset(str(written / "memories.lance")).delete("content = 'ruff lints the code'")
+    assert [r.content for r, _ in text_search(quick, "ruff lints code", live(), 5)] == []
+    assert quick._opened is not None and quick.projects() == {"p": 1, "q": 1}
 
 
 def test_a_store_without_its_full_text_index_opens_the_full_way_and_gets_it(written: Path) -> None:
