@@ -46,7 +46,8 @@ _ZIPF_ZERO = 1e-9
 
 
 def word_key(word: str) -> int:
-    """A 64-bit hash of the word's UTF-8 bytes that is the same in every process (Python's own `hash` is not)."""
+    """A 64-bit hash of the word's UTF-8 bytes that is the same in every process (Python's own `hash` is not); two
+    of the list's words sharing one (odds ~3e-9) would only rate one by the other's frequency."""
     return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little", signed=True)
 
 
@@ -98,29 +99,28 @@ def coined_word(word: str) -> bool:
     """Whether `word` is no English word at all — none of wordfreq's corpora has it at a measurable rate
     (`dashmap`, `pnpm`; not `cached`, `linter`): written in lower case, it can only be a name.
 
-    Exactly `wordfreq.zipf_frequency(word, "en") == 0.0`: a plain word is coined when the best list lacks it
-    (its rarest bucket is still above zipf 0); any other word takes `wordfreq._word_frequency`'s steps (tokens,
-    digits smashed and rated apart, frequencies combined, rounded) over the same list."""
+    Exactly `wordfreq.zipf_frequency(word, "en") == 0.0`, by `wordfreq._word_frequency`'s steps (tokens, digits
+    smashed and rated apart, frequencies combined, rounded) over the best list; a plain word is its own one token."""
     lists = word_lists()
     if _PLAIN.match(word):
-        return lists.frequency(word) is None
-    from wordfreq import digit_freq, freq_to_zipf, lossy_tokenize, smash_numbers
+        return _rates_zero([lists.frequency(word)])
+    from wordfreq import digit_freq, lossy_tokenize, smash_numbers
 
-    tokens = lossy_tokenize(word, "en")
-    if not tokens:
-        return True
-    inverse = 0.0
-    for token in tokens:
+    freqs: list[float | None] = []
+    for token in lossy_tokenize(word, "en"):
         smashed = smash_numbers(token)
         freq = lists.frequency(smashed)
-        if freq is None:
-            return True
-        if smashed != token:
-            freq *= digit_freq(token)
-        inverse += 1.0 / freq
-    freq = max(1.0 / inverse, _ZIPF_ZERO)
+        freqs.append(freq * digit_freq(token) if freq is not None and smashed != token else freq)
+    return _rates_zero(freqs)
+
+
+def _rates_zero(freqs: list[float | None]) -> bool:
+    """Whether tokens of these frequencies (None: not in the list) make a word of zipf 0, as wordfreq rounds it."""
+    if not freqs or None in freqs:
+        return True
+    freq = max(1.0 / sum(1.0 / f for f in freqs if f is not None), _ZIPF_ZERO)
     rounded = round(freq, math.floor(-math.log(freq, 10)) + 3)
-    return round(freq_to_zipf(rounded), 2) == 0.0
+    return round(math.log(rounded, 10) + 9, 2) == 0.0  # wordfreq.freq_to_zipf
 
 
 _lock = threading.Lock()
@@ -177,8 +177,6 @@ def _make() -> WordLists:
     keys = np.fromiter((word_key(w) for bucket in best for w in bucket), dtype=np.int64, count=count)
     ranks = np.fromiter((i for i, bucket in enumerate(best) for _ in bucket), dtype=np.int16, count=count)
     order = np.argsort(keys, kind="stable")
-    if len(best) >= 900:  # bucket i is zipf 9 - i/100: a listed plain word must rate above zipf 0
-        raise ValueError("wordfreq's English list reaches zipf 0; coined_word's plain-word answer would be wrong")
     small = sorted({w for bucket in read_cBpack(available_languages("small")["en"]) for w in bucket if _PLAIN.match(w)})
     small_keys = np.array([word_key(w) for w in small], dtype=np.int64)
     small_zipf = np.array([round(zipf_frequency(w, "en", wordlist="small") * 100) for w in small], dtype=np.uint16)
