@@ -3,8 +3,8 @@ is, and whether English has it at all.
 
 Ranking asks this of every query word (`rank.gate_names`: is `dashmap` a coined name? is `golden` common?), so
 a starting server needs it before its first recall. Importing wordfreq (with ftfy, langcodes and regex) and
-reading its lists costs ~0.5 s of CPU held under the GIL, and ~40 MB of resident memory that stays; the arrays
-here load in milliseconds. They are made once from wordfreq's own lists and written to CHRONOMEM_CACHE_DIR,
+reading its lists costs ~0.5 s of CPU held under the GIL, beside the main thread's imports; the arrays here load
+in milliseconds. They are made once from wordfreq's own lists and written to CHRONOMEM_CACHE_DIR,
 keyed by the installed wordfreq, so an upgrade makes them again.
 
 A plain word (`[a-z]+`, what most query words are) is answered from the arrays alone; any other word (digits,
