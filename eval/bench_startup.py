@@ -272,6 +272,12 @@ def _median(label: str, values: list[float], unit: str = "s", digits: int = 3) -
             f"(runs: {', '.join(f'{x:.{digits}f}' for x in values)})")
 
 
+def store_with_a_note(store: str, cwd: str | None = None) -> None:
+    """Make `store` hold one note of the benchmark's project, through the CLI (of the checkout at `cwd`)."""
+    subprocess.run([sys.executable, "-m", "chronomem", "remember", "Tests run with pytest.", "--store", store,
+                    "--project", "bench"], check=True, capture_output=True, cwd=cwd)
+
+
 def compare_checkouts(sides: dict[str, str], runs: int, store: str | None = None) -> None:
     """Each checkout's server in turn, `runs` rounds (one unmeasured first, for the page cache), on `store` (kept as
     it is) or on a new store with one note: interleaved so the machine's drift falls on every side alike. Prints
@@ -279,8 +285,7 @@ def compare_checkouts(sides: dict[str, str], runs: int, store: str | None = None
     with tempfile.TemporaryDirectory() as tmp:
         if store is None:
             store = os.path.join(tmp, "store")
-            subprocess.run([sys.executable, "-m", "chronomem", "remember", "Tests run with pytest.", "--store", store,
-                            "--project", "bench"], check=True, capture_output=True, cwd=next(iter(sides.values())))
+            store_with_a_note(store, cwd=next(iter(sides.values())))
         results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sides}
         for n in range(runs + 1):
             for name, checkout in sides.items():
@@ -316,8 +321,7 @@ def main() -> None:
         # A store with one note (a server started again), and a new one (the README's first command on a fresh
         # machine): runs alternate between them, so load on the machine falls on both alike.
         written = os.path.join(tmp, "store")
-        subprocess.run([sys.executable, "-m", "chronomem", "remember", "Tests run with pytest.", "--store", written,
-                        "--project", "bench"], check=True, capture_output=True)
+        store_with_a_note(written)
         runs: dict[str, list[tuple[float, float, float]]] = {"a store with one note": [], "a new store": []}
         for n in range(args.runs):
             runs["a store with one note"].append(one_run(written))

@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -156,7 +156,7 @@ def _load_or_make(path: Path | None) -> WordLists:
     if path is not None and path.is_file():
         try:
             with np.load(path) as arrays:
-                return WordLists(*(arrays[name] for name in ("best_keys", "best_ranks", "small_keys", "small_zipf")))
+                return WordLists(**{field.name: arrays[field.name] for field in fields(WordLists)})
         except (OSError, ValueError, KeyError):
             log.debug("the cached word lists at %s do not read; making them again", path, exc_info=True)
     lists = _make()
@@ -192,8 +192,7 @@ def _write(path: Path, lists: WordLists) -> None:
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npz", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, best_keys=lists.best_keys, best_ranks=lists.best_ranks,
-                     small_keys=lists.small_keys, small_zipf=lists.small_zipf)
+            np.savez(handle, **{field.name: getattr(lists, field.name) for field in fields(WordLists)})
         os.replace(name, path)
     finally:
         Path(name).unlink(missing_ok=True)

@@ -312,8 +312,9 @@ class MemoryStore:
 
     def _newest_dataset(self) -> Any:
         """A quick open's pylance dataset moved to the table's newest version, while LanceDB's table is not open (no
-        write yet): the read index catches up from it, so a server that only reads never loads LanceDB (~90 MB of
-        native library, ~1.5 s of import on the first recall after another process wrote). None once it is open."""
+        write yet): the read index catches up from it, so a recall after another process wrote does not import
+        LanceDB (~1.5 s of a starting server's CPU; the consolidator still opens it later, between calls). None once
+        it is open."""
         dataset = self._dataset
         if self._opened is not None or dataset is None or not hasattr(dataset, "checkout_version"):
             return None
