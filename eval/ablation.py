@@ -120,7 +120,7 @@ class PipelineRanker:
 
 
 _OFF = RankConfig(
-    entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, hedge_penalty=1.0, fact_boost=1.0,
+    entity_weight=0.0, foreign_penalty=1.0, group_size=1, history_group_size=1, fact_boost=1.0,
     second_hop=False, own_name_off=False, coverage_weight=0.0, slot_weight=0.0, slot_sense_weight=0.0,
     context_weight=0.0, context_share=0.0, period_weight=0.0, answer_type_weight=0.0, succession=False,
     told_nothing_penalty=1.0,
@@ -149,7 +149,6 @@ RANKERS: list[Ranker | PipelineRanker] = [
         "+ the newer wins",
         replace(_OFF, entity_weight=0.2, foreign_penalty=0.5, group_size=4, history_group_size=8, fact_boost=1.1),
     ),
-    PipelineRanker("+ mentions demoted (a negation or doubt over a value of its own)", replace(_UPTO_HOP, second_hop=False)),
     PipelineRanker("+ second hop through a name of the best match", _UPTO_HOP),
     PipelineRanker(
         "+ the searched project's own name off the query", replace(_NO_SLOT, coverage_weight=0.0)
@@ -170,8 +169,7 @@ RANKERS: list[Ranker | PipelineRanker] = [
         replace(_NOT_TOLD, succession=False),
     ),
     PipelineRanker(
-        "+ the later word on the leader's value: a newer note naming it beside another of its kind, or taking it"
-        " back",
+        "+ the later word on the leader's value: a newer note naming it beside another of its kind",
         _NOT_TOLD,
     ),
     PipelineRanker(

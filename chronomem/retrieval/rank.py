@@ -30,8 +30,8 @@
    ranks. Oldest first when the query asks for a history (then weak matches count too, if they
    tell what the best one tells of the thing asked), and no reordering
    for a question about an event ("when did we…"). Then the leader's value is followed to its later word: a newer note about the
-   same thing that names the value (one the question does not name) beside another of its kind, or
-   takes it back, leads instead (`successor_of`) — an update is worded unlike the question
+   same thing that names the value (one the question does not name) beside another of its kind
+   leads instead (`successor_of`) — an update is worded unlike the question
    ("Moved translations from calendar-backend into tagging-server"), so it matches it too weakly
    to win by score; what ties it to the old note is the value they share, not a change verb.
 5. **Collapse** a chunk into the fact derived from it, and exact duplicates into one.
@@ -50,7 +50,6 @@ from functools import lru_cache
 from chronomem.facts import EXTRACTED_SOURCES, identifiers, record_salience, same_subject
 from chronomem.records import CODE_SPAN, MemoryRecord, differs_only_in_values, same_value, value_kind
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
-from chronomem.retrieval.assertion import mentions, unasserting
 from chronomem.retrieval.context import context_bonus
 from chronomem.retrieval.values import value_kinds
 from chronomem.search.candidates import Candidate, cosine
@@ -79,15 +78,15 @@ class RankConfig:
     dense_floor: float = 0.30  # below this best cosine, with no lexical match, nothing is relevant
     coverage_slack: float = 0.5  # a similar newer memory must cover the query's terms as well as the best
     entity_coverage_slack: float = 1.0  # ... or, naming the same thing, at most this share less
-    hedge_penalty: float = 0.7  # multiplies the score of a note that mentions without asserting (0.85 let it lead)
     distinctive_share: float = 0.2  # a name found in more of the pool than this does not single anything out
     salience_weight: float = 0.05  # of log1p(effective salience): reinforced memories lead, unused ones fade (never vanish)
-    # multiplies the score of a note the encoding gate demoted (policy `demote`, consolidate/gate.py): the same
-    # weight as a hedged mention, a note that says nothing the store lacks being as weak evidence as one that asserts nothing
+    # multiplies the score of a note the encoding gate demoted (policy `demote`, consolidate/gate.py): the weight
+    # fitted on dev for a note that only mentions a value (0.85 let one lead; that signal, a word list, was deleted
+    # 2026-11-30), a note that says nothing the store lacks being as weak evidence as one that asserts nothing
     gate_penalty: float = 0.7
     # multiplies the score of a memory that tells nothing the question does not (`tells_nothing`: "- Line length:"
-    # for "what line length limit applied?", a heading whose list follows in other notes): the weight of a hedged
-    # mention, a memory that cannot hold the answer being no stronger evidence than one that asserts nothing
+    # for "what line length limit applied?", a heading whose list follows in other notes): `gate_penalty`'s weight,
+    # a memory that cannot hold the answer being no stronger evidence than one that asserts nothing
     told_nothing_penalty: float = 0.7
     stale_penalty: float = 0.5  # multiplies the score of a memory whose anchored files changed since (search.demote_stale)
     second_hop: bool = True  # look for the memory a name in the best match points to (retrieval/bridge.py)
@@ -131,8 +130,7 @@ class RankConfig:
     # folder", an address for "what URL", a number for "which port".
     answer_type_weight: float = 0.2
     # "the newer wins" follows a value's successors: a later memory about the same thing that names the leader's
-    # value (one the question does not name) and gives another of the same kind, or takes it back with a negator or
-    # doubt, is the later word on that value ("Moved translations from calendar-backend into tagging-server" after
+    # value (one the question does not name) and gives another of the same kind is the later word on that value ("Moved translations from calendar-backend into tagging-server" after
     # "translations is bundled into the calendar-backend service"), however weakly it matches the query's words
     succession: bool = True
     # recall leaves out what scores under this share of the best hit: it shares next to nothing of what made the
@@ -166,7 +164,6 @@ class Ranked:
     score: float
     channels: list[str] = field(default_factory=list)
     foreign: bool = False
-    hedged: bool = False
     answer_typed: bool = False  # holds the kind of answer the question asks for (answer_type.py)
     note: str | None = None  # a fact's note, verbatim, when its chunk was folded into it (`_collapse`)
 
@@ -261,12 +258,8 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
                 item.answer_typed = True
                 item.channels.append("answer type")
     _demote_foreign(items, query, config)
-    records = [item.candidate.record for item in items]
     known = asked | projects
-    for item, mention in zip(items, mentions([r.content for r in records], [r.valid_at for r in records]), strict=True):
-        if mention:  # names a value of its own without asserting it (assertion.py)
-            item.hedged = True
-            item.score *= config.hedge_penalty
+    for item in items:
         if item.candidate.record.gate == "demoted":  # the encoding gate found it restated or said little
             item.score *= config.gate_penalty
         if config.told_nothing_penalty != 1.0 and tells_nothing(item.candidate.record.content, known):
@@ -492,7 +485,7 @@ def _newer_wins(
 
     def ruled_out(item: Ranked) -> bool:
         # the best holds the kind of answer asked for (a port's number); a restatement would too
-        return item.foreign or item.hedged or (items[0].answer_typed and not item.answer_typed)
+        return item.foreign or (items[0].answer_typed and not item.answer_typed)
 
     def candidates() -> Iterator[tuple[Ranked, bool]]:
         for item in items[1:size]:
@@ -570,8 +563,7 @@ def successor_of(
     """Whether `later` (valid after `lead`) is the later word on a value `lead` gives about `subject`.
 
     It names one of `lead`'s values that `known` (the question, the project names: lower case) does not, and
-    either gives another value of that kind (an update: "from A to B", "A → B", "B, not A") or carries a
-    negator or a word of doubt (a retraction: "can't back up A"). `subject`, when given, is a term `later` must
+    gives another value of that kind (an update: "from A to B", "A → B", "B, not A"). `subject`, when given, is a term `later` must
     contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is not "dispatch", but
     "the reporting code is now in `crates/` (was src/reporting/)" still speaks of reporting. Values in
     `common` (ones much of the pool gives: a year, a speaker's name) single out nothing and are not shared.
@@ -587,7 +579,7 @@ def successor_of(
     shared: set[str] = set()
     for kind, values in own.items():
         both = {v for v in values & theirs.get(kind, frozenset()) if v not in known and v not in common}
-        if both and (theirs[kind] - values or unasserting(later.content)):
+        if both and theirs[kind] - values:
             shared |= both
     if not shared:
         return False
@@ -604,15 +596,15 @@ def _successors(
     skip: set[int],
 ) -> list[Ranked]:
     """The items (not in `skip`) that are a later word on `lead`'s value (`successor_of`): about the same thing
-    (vectors at least `same_topic_cosine` alike, holding `lead`'s heaviest query term by pool IDF), neither
-    foreign nor hedged."""
+    (vectors at least `same_topic_cosine` alike, holding `lead`'s heaviest query term by pool IDF), not
+    foreign."""
     vector = lead.candidate.record.vector
     if vector is None:
         return []
     subject = _heaviest_term(lead.candidate, weights)
     return [  # the cheap tests first: most of a pool is older than the leader or shares none of its values
         item for item in items
-        if id(item) not in skip and not item.foreign and not item.hedged
+        if id(item) not in skip and not item.foreign
         and item.candidate.record.vector is not None
         and successor_of(lead.candidate.record, item.candidate.record, known, subject, common)
         and cosine(vector, item.candidate.record.vector) >= config.same_topic_cosine

@@ -3,8 +3,8 @@
 A statement about a thing gives it a value of some kind: an address (`GET /api/v2/customers`,
 `https://…`, `localhost:8080`), a path (`apps/billing/`, `settings.toml`), a version (`2.24.2`), a
 number (a port, a size), a code span (`` `nox -s tests` ``), an identifier (`billing-worker`,
-`MR_REDIS_URL`) or a name written with a capital in mid-sentence (`the Identity team`). assertion.py asks
-which of a note's values older notes already gave, kind by kind. The kinds are the shapes of
+`MR_REDIS_URL`) or a name written with a capital in mid-sentence (`the Identity team`). Ranking asks
+which values a later note shares with an older one, kind by kind (`rank.successor_of`). The kinds are the shapes of
 values in technical writing, not any data set's phrasing.
 """
 

@@ -303,17 +303,18 @@ def test_the_terms_the_store_found_in_a_candidate_stand_for_its_text() -> None:
     assert term_weights({ledger}, told)[ledger] == pytest.approx(math.log(1 + 3 / 2))
 
 
-def test_a_note_that_only_mentions_a_value_gives_way_to_one_that_states_it() -> None:
-    tried = cand("Tried `libs/billing/` while experimenting, but that is not the directory of the billing code here.",
-                 dense=0.80, vector=[0.0, 1.0])
-    tried.lexical = 11.0
-    stated = cand("Billing code lives in `libs/billing/src/`.", dense=0.70, vector=[1.0, 0.0])
-    stated.lexical = 9.0
+def test_a_negated_instruction_asserts_the_values_it_names() -> None:
+    """Agents' notes negate to give a rule ("Don't …: `a` not `b`"), not to set a value aside: such a note is
+    ranked by its match like any other (a negator once demoted it by 0.7, and this ordering flipped)."""
+    rule = cand('Don\'t include the error in the log message: `log.exception("Failed")`, not `log.exception(e)`.',
+                dense=0.80, vector=[0.0, 1.0])
+    rule.lexical = 11.0
+    older = cand("Always use `log.exception()` when catching errors in the log message.", days=-5, dense=0.70,
+                 vector=[1.0, 0.0])
+    older.lexical = 9.0
     filler = [cand(f"filler note {i}", dense=0.30, l_rank=None, vector=[0.6, 0.8]) for i in range(5)]
-    query = QueryInfo("What is the directory of the billing code?")
-    assert texts(rank(query, [tried, stated, *filler], RankConfig(hedge_penalty=0.85)))[0].startswith("Tried")
-    outcome = rank(query, [tried, stated, *filler])
-    assert texts(outcome)[0] == "Billing code lives in `libs/billing/src/`." and outcome.items[1].hedged
+    ranked = rank(QueryInfo("Should the log message include the caught error?"), [rule, older, *filler])
+    assert texts(ranked)[0] == rule.record.content
 
 
 def test_a_newer_sibling_statement_does_not_take_the_place_of_the_answer() -> None:
@@ -402,16 +403,6 @@ def test_a_later_note_naming_the_value_of_another_thing_does_not_take_the_place(
     assert texts(rank(query, [old, feeds, *siblings]))[0] == old.record.content
     # a question about an event or a history keeps its own order
     assert texts(rank(replace(query, intent="event"), [old, feeds, *siblings]))[0] == old.record.content
-
-
-def test_a_later_note_taking_back_the_leaders_value_takes_its_place() -> None:
-    owner = cand("uploads owner: DevEx (team).", days=0, dense=0.80)
-    owner.lexical = 12.0
-    withdrawn = cand("Withdrawn: I can't back up DevEx as the team accountable for uploads.", days=20, dense=0.60)
-    withdrawn.lexical = 5.0
-    others = [cand(f"{m} owner: Mobile (team).", days=i, dense=0.5) for i, m in enumerate(("carts", "feeds", "alerts"))]
-    ranked = rank(QueryInfo("Which team owns uploads?"), [owner, withdrawn, *others])
-    assert texts(ranked)[0] == withdrawn.record.content
 
 
 def test_successor_of_needs_a_later_note_a_shared_value_the_question_does_not_name_and_the_subject() -> None:

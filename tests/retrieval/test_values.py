@@ -93,3 +93,24 @@ def test_each_kind_reads_its_shape() -> None:
     # an arrow stands between two values: the capital after it is a name, not a sentence's first word
     assert value_kinds("thumbnails changed owner: Merchant Tools → Integrations.")["name"] == {"tools", "integrations"}
     assert value_kinds("owner moved from the Core team -> Billing")["name"] == {"core", "billing"}
+
+
+def test_values_by_kind() -> None:
+    assert value_kinds("Fetch customers with `GET /api/v2/customers`.") == {"address": {"get /api/v2/customers"}}
+    assert value_kinds("No longer 2.19.7; use 2.24.2 for numpy.") == {"version": {"2.19.7", "2.24.2"}}
+    assert value_kinds("Code owners for search: the Identity team.") == {"name": {"identity"}}
+    assert value_kinds("Core API owns the search module.") == {"name": {"core api"}}
+    assert value_kinds("ops-console is exposed on port 5008.") == {"number": {"5008"}, "identifier": {"ops-console"}}
+    assert value_kinds("Billing code lives in apps/billing/src/.") == {"path": {"apps/billing/src/"}}
+    assert value_kinds("the tests pass") == {}
+
+
+def test_references_and_ticket_keys_are_identifiers_not_numbers() -> None:
+    assert value_kinds("PR #412 fixed BUG7781 in parser::LEXER.") == {"identifier": {"pr #412", "bug7781", "parser::lexer"}}
+    assert value_kinds("RFC 7231 says so; the port is 7231.") == {"identifier": {"rfc 7231"}, "number": {"7231"}}
+
+
+def test_a_code_span_takes_the_kind_of_its_text() -> None:
+    assert value_kinds("Moved from `src/app/` to lib/app/.") == {"path": {"src/app/", "lib/app/"}}
+    assert value_kinds("Run `nox -s tests` on port `8080`.") == {"code": {"nox -s tests"}, "number": {"8080"}}
+    assert value_kinds("Call `parseDate` there.") == {"identifier": {"parsedate"}}
