@@ -130,8 +130,9 @@ class RankConfig:
     # folder", an address for "what URL", a number for "which port".
     answer_type_weight: float = 0.2
     # "the newer wins" follows a value's successors: a later memory about the same thing that names the leader's
-    # value (one the question does not name) and gives another of the same kind is the later word on that value ("Moved translations from calendar-backend into tagging-server" after
-    # "translations is bundled into the calendar-backend service"), however weakly it matches the query's words
+    # value (one the question does not name) and gives another of the same kind is the later word on that value
+    # ("Moved translations from calendar-backend into tagging-server" after "translations is bundled into the
+    # calendar-backend service"), however weakly it matches the query's words
     succession: bool = True
     # recall leaves out what scores under this share of the best hit: it shares next to nothing of what made the
     # best relevant, and only pads the answer (in DevMem's rankings the 8th item scores 0.36 of the best at the
