@@ -564,10 +564,10 @@ def successor_of(
     """Whether `later` (valid after `lead`) is the later word on a value `lead` gives about `subject`.
 
     It names one of `lead`'s values that `known` (the question, the project names: lower case) does not, and
-    gives another value of that kind (an update: "from A to B", "A → B", "B, not A"). `subject`, when given, is a term `later` must
-    contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is not "dispatch", but
-    "the reporting code is now in `crates/` (was src/reporting/)" still speaks of reporting. Values in
-    `common` (ones much of the pool gives: a year, a speaker's name) single out nothing and are not shared.
+    gives another value of that kind (an update: "from A to B", "A → B", "B, not A"). `subject`, when given,
+    is a term `later` must contain outside the values it shares with `lead`: the thing "dispatch-jobs" names is
+    not "dispatch", but "the reporting code is now in `crates/` (was src/reporting/)" still speaks of reporting.
+    Values in `common` (ones much of the pool gives: a year, a speaker's name) single out nothing and are not shared.
     A fact's object is its value whatever its shape (`pnpm build` in "we moved from `pnpm build` to `tsc -b`"),
     compared as a value (`same_value`: the object `:8445` is the 8445 of "rebound from port 8445 to 5720").
     """
