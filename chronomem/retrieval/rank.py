@@ -249,17 +249,17 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
     asked = query_terms(query)
     weights = term_weights(asked, pool)
     projects = project_terms(query)
+    known = asked | projects
     items = _fuse(pool, wanted, config, query.now, weights, slot_query_terms(query), projects, query.period)
     kind = expected_answer_type(query.text) if config.answer_type_weight else None
     if kind:
-        answers = AnswerTypes((c.record.content for c in pool), asked | projects)
+        answers = AnswerTypes((c.record.content for c in pool), known)
         for item in items:
             if answers.holds(item.candidate.record.content, kind):
                 item.score += config.answer_type_weight
                 item.answer_typed = True
                 item.channels.append("answer type")
     _demote_foreign(items, query, config)
-    known = asked | projects
     for item in items:
         if item.candidate.record.gate == "demoted":  # the encoding gate found it restated or said little
             item.score *= config.gate_penalty
