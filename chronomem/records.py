@@ -348,6 +348,19 @@ def values_of_kind(text: str, kind: str) -> list[str]:
     return [w for w in value_words(text) if value_kind(w) == kind]
 
 
+def names_value(text: str, value: str) -> bool:
+    """Whether `text` states `value` as a value: one of its values of that kind is the same (`same_value`: the
+    `8445` of "from port 8445 to 5720" is `:8445`), or the value's words stand in it in order (free text:
+    "switches from Cache-Control headers only to Redis" names `Cache-Control headers only.`)."""
+    wanted = value_words(value)
+    if not wanted or len("".join(wanted)) < 3:
+        return False
+    if any(same_value(v, value) for v in values_of_kind(text, value_kind(value))):
+        return True
+    words = value_words(text)
+    return any(words[i : i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1))
+
+
 def is_time_value(value: str) -> bool:
     """True when an object is a date or a time of day on a date (ISO 8601), the value of an event (`flaky on
     2026-03-02`), not of a state: such facts accumulate instead of replacing each other."""

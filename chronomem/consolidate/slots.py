@@ -44,7 +44,7 @@ import numpy as np
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.embed import Embedder
 from chronomem.facts import ARTICLES, phrase_words, identifiers, slot_phrase, subject_form
-from chronomem.records import MemoryRecord, fact_sentence, same_value, value_kind
+from chronomem.records import MemoryRecord, fact_sentence, names_value, same_value, value_kind
 from chronomem.search.engine import vector_search
 from chronomem.service import MemoryService
 from chronomem.storage import Filter, MemoryStore
@@ -288,6 +288,7 @@ class SlotMatcher:
         s_sims = _cosines(vectors, subject_texts)
         p_sims = _cosines(vectors, predicate_texts)
         scored: list[tuple[float, str, tuple[str, str]]] = []
+        same_subject: list[tuple[float, tuple[str, str]]] = []
         for index, key in enumerate(keys):
             s_equal = subject_form(key[0], fact.project) == form[0] or grounding[key][0] == mine[0]
             p_equal = predicate_form(key[1]) == form[1]
@@ -297,6 +298,8 @@ class SlotMatcher:
                 continue  # `service_port:checkout-api` / `service_port:checkout-worker`: the same
             s_sim = 1.0 if s_equal else float(s_sims[index])
             p_sim = 1.0 if p_equal else float(p_sims[index])
+            if s_sim >= SAME_SUBJECT and (p_sim >= NEAR_PREDICATE or grounding[key][1] == mine[1]):
+                same_subject.append((p_sim, key))
             verdict = slot_verdict(s_sim, p_sim, same_kind=s_equal and grounding[key][1] == mine[1] != "text")
             if verdict != "distinct":
                 scored.append((min(s_sim, p_sim), verdict, key))
@@ -311,6 +314,10 @@ class SlotMatcher:
                 return SlotMatch(self._rename(fact, key), matched=key, similarity=similarity, near=near)
             if verdict == "ambiguous":
                 near.append((key, similarity))
+        if note is not None:
+            for similarity, key in sorted(same_subject, key=lambda item: (-item[0], item[1])):
+                if self._restated_value(fact, key, note.content, now, new_rows):
+                    return SlotMatch(self._rename(fact, key), matched=key, similarity=similarity, near=near)
         conflicts: list[str] = []
         if near and fact.predicate not in MULTI_VALUED_PREDICATES:
             key, similarity = near[0]
@@ -321,6 +328,18 @@ class SlotMatcher:
                 ]
             return SlotMatch(fact, similarity=similarity, conflicts=conflicts, near=near)
         return SlotMatch(fact)
+
+    def _restated_value(
+        self, fact: MemoryRecord, key: tuple[str, str], note: str, now: datetime, new_rows: list[MemoryRecord]
+    ) -> bool:
+        """Whether the fact's note names the value `key` holds when the fact begins, and the fact gives another:
+        one subject's attribute said to change from one value to the next, however each note names it. The
+        caller asks only of a slot whose values are of the fact's kind or whose predicate is a near miss: "loyalty
+        left src/loyalty/ for a service of its own, loyalty-jobs" names a path and gives a service."""
+        new = fact.object or ""
+        held = [r.object or "" for r in self._slot_rows(fact, key, now, new_rows) if r.is_valid_at(fact.valid_at)]
+        # named apart from the new value: "+ pnpm check:tsgo" names `pnpm check:tsgo` as a part of itself
+        return any(names_value(note, v) and not same_value(v, new) and not names_value(new, v) for v in held)
 
     def _slot_rows(
         self, fact: MemoryRecord, key: tuple[str, str], now: datetime, new_rows: list[MemoryRecord]

@@ -207,3 +207,38 @@ def test_a_notes_own_tags_do_not_make_its_facts_events(svc: MemoryService, clock
     clock.advance(seconds=1)
     moved = remember(svc, "launch event port 9090", valid_from="2024-02-01", tags=["event"], facts=fact("launch-site", "port", "9090"))
     assert moved.facts[0].action == "superseded"
+
+
+def test_a_note_that_names_a_slots_value_and_gives_another_moves_that_slot(svc: MemoryService, clock) -> None:
+    # "cron" / "runs at" are less alike than the matcher's bars; the second note names the value the first gave
+    first = remember(svc, "orphaned upload sweep fires on `0 2 1 * *`, UTC.", facts=fact("orphaned upload sweep job", "cron", "0 2 1 * *"))
+    clock.advance(seconds=1)
+    moved = remember(
+        svc, "As of today the orphaned upload sweep cron is */10 * * * *, not `0 2 1 * *`.",
+        facts=fact("orphaned upload sweep job", "runs at", "*/10 * * * *"),
+    )
+    [outcome] = moved.facts
+    assert outcome.action == "superseded" and outcome.supersedes == first.facts[0].id
+    assert (outcome.subject, outcome.predicate) == ("orphaned upload sweep job", "cron")
+    # without the old value in the note, two namings this far apart stay two slots
+    clock.advance(seconds=1)
+    remember(svc, "invoice reminder emails fire on `45 4 * * *`.", facts=fact("invoice reminder emails job", "cron", "45 4 * * *"))
+    clock.advance(seconds=1)
+    apart = remember(svc, "invoice reminder emails: */5 * * * *.", facts=fact("invoice reminder emails job", "runs at", "*/5 * * * *"))
+    assert apart.facts[0].action == "added"
+    # another subject's note naming that value moves nothing of the sweep's
+    clock.advance(seconds=1)
+    other = remember(
+        svc, "The nightly export now fires on */10 * * * *, where it ran at 0 3 * * * before.",
+        facts=fact("nightly export job", "runs at", "*/10 * * * *"),
+    )
+    assert other.facts[0].action == "added"
+    # a note naming one attribute's value while giving another attribute (a path, then a service) moves nothing
+    clock.advance(seconds=1)
+    remember(svc, "loyalty lives in src/loyalty/.", facts=fact("loyalty", "path", "src/loyalty/"))
+    clock.advance(seconds=1)
+    service = remember(
+        svc, "loyalty left src/loyalty/ for a service of its own, loyalty-jobs.", facts=fact("loyalty", "deployed as", "loyalty-jobs")
+    )
+    assert service.facts[0].action == "added"
+    assert history(svc, subject="loyalty", predicate="path").entries[0].status == "current"
