@@ -18,7 +18,11 @@ predicate) holds nothing:
    feature` of a note that says "gift cards"), and one attribute's values keep their kind
    (`records.value_kind`: a port stays an integer, a host a dotted name): for one subject with values
    of one kind other than free text the predicate's bar is `SAME_KIND_PREDICATE` (0.50), so `port` /
-   `http port`, `service` / `served by`, `flag` / `feature flag` are one slot;
+   `http port`, `service` / `served by`, `flag` / `feature flag` are one slot. Last, a slot of the same
+   subject whose value when the fact begins the fact's note names apart from the new value is that slot
+   (`_restated_value`: "rebound from port 6210 to 6025" files `listens on` under `http port`): the note ties
+   the namings, not their words; only a slot of the fact's value kind, or whose predicate is a near miss, is
+   asked;
 3. slots whose identifier-like tokens differ (`checkout-api` / `checkout-worker`, `payments` /
    `payments-db`, `service_port:a` / `service_port:b`) are distinct whatever the similarity.
 
