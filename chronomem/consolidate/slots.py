@@ -20,7 +20,7 @@ predicate) holds nothing:
    of one kind other than free text the predicate's bar is `SAME_KIND_PREDICATE` (0.50), so `port` /
    `http port`, `service` / `served by`, `flag` / `feature flag` are one slot. Last, a slot of the same
    subject whose value when the fact begins the fact's note names apart from the new value is that slot
-   (`_restated_value`: "rebound from port 6210 to 6025" files `listens on` under `http port`): the note ties
+   ("rebound from port 6210 to 6025" files `listens on` under `http port`): the note ties
    the namings, not their words; only a slot of the fact's value kind, or whose predicate is a near miss, is
    asked;
 3. slots whose identifier-like tokens differ (`checkout-api` / `checkout-worker`, `payments` /
@@ -302,6 +302,8 @@ class SlotMatcher:
                 continue  # `service_port:checkout-api` / `service_port:checkout-worker`: the same
             s_sim = 1.0 if s_equal else float(s_sims[index])
             p_sim = 1.0 if p_equal else float(p_sims[index])
+            # a slot the note may say it changes: of the fact's kind, or a near miss ("loyalty left src/loyalty/ for
+            # a service of its own, loyalty-jobs" names one attribute's value and gives another's)
             if s_sim >= SAME_SUBJECT and (p_sim >= NEAR_PREDICATE or grounding[key][1] == mine[1]):
                 same_subject.append((p_sim, key))
             verdict = slot_verdict(s_sim, p_sim, same_kind=s_equal and grounding[key][1] == mine[1] != "text")
@@ -310,7 +312,7 @@ class SlotMatcher:
         near: list[tuple[tuple[str, str], float]] = []
         for similarity, verdict, key in sorted(scored, key=lambda item: (-item[0], item[2])):
             if verdict == "ambiguous" and self.judge is not None:
-                rows = self._slot_rows(fact, key, now, new_rows)
+                rows = self._slot_rows(fact, [key], now, new_rows)
                 decided = self._judged(fact, key, rows[0]) if rows else None
                 if decided is not None:
                     verdict = "same" if decided else "distinct"
@@ -318,38 +320,35 @@ class SlotMatcher:
                 return SlotMatch(self._rename(fact, key), matched=key, similarity=similarity, near=near)
             if verdict == "ambiguous":
                 near.append((key, similarity))
-        if note is not None:
+        if note is not None and same_subject:
+            held: dict[tuple[str, str], list[str]] = {}  # each slot's values when the fact begins
+            for row in self._slot_rows(fact, [key for _, key in same_subject], now, new_rows):
+                if row.is_valid_at(fact.valid_at):
+                    held.setdefault((row.subject or "", row.predicate or ""), []).append(row.object or "")
+            new = fact.object or ""
             for similarity, key in sorted(same_subject, key=lambda item: (-item[0], item[1])):
-                if self._restated_value(fact, key, note.content, now, new_rows):
+                # named apart from the new value: "+ pnpm check:tsgo" names `pnpm check:tsgo` as a part of itself
+                values = held.get(key, [])
+                if any(names_value(note.content, v) and not same_value(v, new) and not names_value(new, v) for v in values):
                     return SlotMatch(self._rename(fact, key), matched=key, similarity=similarity, near=near)
         conflicts: list[str] = []
         if near and fact.predicate not in MULTI_VALUED_PREDICATES:
             key, similarity = near[0]
             if key[1] not in MULTI_VALUED_PREDICATES:
                 conflicts = [
-                    r.id for r in self._slot_rows(fact, key, now, new_rows)
+                    r.id for r in self._slot_rows(fact, [key], now, new_rows)
                     if r.is_valid_at(fact.valid_at) and not same_value(r.object or "", fact.object or "")
                 ]
             return SlotMatch(fact, similarity=similarity, conflicts=conflicts, near=near)
         return SlotMatch(fact)
 
-    def _restated_value(
-        self, fact: MemoryRecord, key: tuple[str, str], note: str, now: datetime, new_rows: list[MemoryRecord]
-    ) -> bool:
-        """Whether the fact's note names the value `key` holds when the fact begins, and the fact gives another:
-        one subject's attribute said to change from one value to the next, however each note names it. The
-        caller asks only of a slot whose values are of the fact's kind or whose predicate is a near miss: "loyalty
-        left src/loyalty/ for a service of its own, loyalty-jobs" names a path and gives a service."""
-        new = fact.object or ""
-        held = [r.object or "" for r in self._slot_rows(fact, key, now, new_rows) if r.is_valid_at(fact.valid_at)]
-        # named apart from the new value: "+ pnpm check:tsgo" names `pnpm check:tsgo` as a part of itself
-        return any(names_value(note, v) and not same_value(v, new) and not names_value(new, v) for v in held)
-
     def _slot_rows(
-        self, fact: MemoryRecord, key: tuple[str, str], now: datetime, new_rows: list[MemoryRecord]
+        self, fact: MemoryRecord, keys: list[tuple[str, str]], now: datetime, new_rows: list[MemoryRecord]
     ) -> list[MemoryRecord]:
-        stored = self.store.find(Filter().projects([fact.project]).slot(*key).known(now))
-        pending = {r.id: r for r in new_rows if (r.subject, r.predicate) == key}
+        """The unexpired rows of the slots `keys` of the fact's project, this commit's pending rows as stored."""
+        wanted = set(keys)
+        stored = self.store.find(Filter().projects([fact.project]).slots(keys).known(now))
+        pending = {r.id: r for r in new_rows if (r.subject, r.predicate) in wanted}
         rows = [pending.pop(r.id, r) for r in stored] + list(pending.values())
         return [r for r in rows if r.expired_at is None]
 
