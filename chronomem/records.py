@@ -353,7 +353,7 @@ def names_value(text: str, value: str) -> bool:
     `8445` of "from port 8445 to 5720" is `:8445`), or the value's words stand in it in order (free text:
     "switches from Cache-Control headers only to Redis" names `Cache-Control headers only.`)."""
     wanted = value_words(value)
-    if not wanted or len("".join(wanted)) < 3:
+    if not wanted or len("".join(wanted)) < 3:  # two letters or digits ("on", "3 s") stand in many a sentence
         return False
     if any(same_value(v, value) for v in values_of_kind(text, value_kind(value))):
         return True

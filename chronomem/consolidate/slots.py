@@ -316,6 +316,8 @@ class SlotMatcher:
                 decided = self._judged(fact, key, rows[0]) if rows else None
                 if decided is not None:
                     verdict = "same" if decided else "distinct"
+                if decided is False:  # the judge told them apart: no note's wording joins them again
+                    same_subject = [(s, k) for s, k in same_subject if k != key]
             if verdict == "same":
                 return SlotMatch(self._rename(fact, key), matched=key, similarity=similarity, near=near)
             if verdict == "ambiguous":

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from chronomem.consolidate.slots import predicate_form, slot_verdict, subject_form
+from chronomem.consolidate.slots import predicate_form, slot_matcher, slot_verdict, subject_form
 from chronomem.errors import InvalidInput, NotFound
 from chronomem.facts import same_subject
-from chronomem.records import differs_only_in_values, is_time_value, same_value, value_kind
+from chronomem.records import differs_only_in_values, is_time_value, names_value, same_value, value_kind
 from chronomem.service import MemoryService
 from chronomem.tools import as_of, history, recall, remember
 
@@ -242,3 +242,39 @@ def test_a_note_that_names_a_slots_value_and_gives_another_moves_that_slot(svc: 
     )
     assert service.facts[0].action == "added"
     assert history(svc, subject="loyalty", predicate="path").entries[0].status == "current"
+
+
+def test_a_value_named_only_inside_the_new_one_moves_no_slot(svc: MemoryService, clock) -> None:
+    # a table row lists the type check among the steps for test-only changes: another attribute, not a new value
+    remember(svc, "Type check with `pnpm exec tsc --noEmit -p tsconfig.json`.", facts=fact("shop", "typecheck command", "pnpm exec tsc --noEmit -p tsconfig.json"))
+    clock.advance(seconds=1)
+    row = remember(
+        svc, "| Tests-only changes | `pnpm lint-fix`, `pnpm exec tsc --noEmit -p tsconfig.json` |",
+        facts=fact("shop", "validation for tests only", "pnpm lint-fix + pnpm exec tsc --noEmit -p tsconfig.json"),
+    )
+    assert row.facts[0].action == "added"
+    assert history(svc, subject="shop", predicate="typecheck_command").entries[0].status == "current"
+
+
+def test_a_value_is_named_as_a_value() -> None:
+    assert names_value("refunds-server was rebound from port 8445 to 5720.", ":8445")
+    assert names_value("switches from Cache-Control headers only to Redis", "Cache-Control headers only.")
+    assert not names_value("rebound to 58445", "8445")
+    assert not names_value("it is on by default", "on")  # a word of two letters stands in any sentence
+
+
+def test_a_pair_the_judge_told_apart_stays_apart_whatever_the_note_names(svc: MemoryService, clock) -> None:
+    # "ci system" / "ci provider" (0.73) over values of two kinds is a near miss the judge (the LLM, in the
+    # consolidator) decides
+    matcher = slot_matcher(svc)
+    for subject, judge in (("web", None), ("api", lambda new, existing: False)):
+        matcher.judge = judge
+        remember(svc, f"{subject} CI is CircleCI.", facts=fact(subject, "ci system", "CircleCI"))
+        clock.advance(seconds=1)
+        moved = remember(
+            svc, f"Moved {subject} CI from CircleCI to self-hosted Buildkite agents.",
+            facts=fact(subject, "ci provider", "self-hosted Buildkite agents"),
+        )
+        clock.advance(seconds=1)
+        # without a judge the note joins the namings; told apart, it does not
+        assert moved.facts[0].action == ("superseded" if judge is None else "added")
