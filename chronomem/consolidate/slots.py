@@ -302,11 +302,12 @@ class SlotMatcher:
                 continue  # `service_port:checkout-api` / `service_port:checkout-worker`: the same
             s_sim = 1.0 if s_equal else float(s_sims[index])
             p_sim = 1.0 if p_equal else float(p_sims[index])
+            kind_alike = grounding[key][1] == mine[1]
             # a slot the note may say it changes: of the fact's kind, or a near miss ("loyalty left src/loyalty/ for
             # a service of its own, loyalty-jobs" names one attribute's value and gives another's)
-            if s_sim >= SAME_SUBJECT and (p_sim >= NEAR_PREDICATE or grounding[key][1] == mine[1]):
+            if s_sim >= SAME_SUBJECT and (p_sim >= NEAR_PREDICATE or kind_alike):
                 same_subject.append((p_sim, key))
-            verdict = slot_verdict(s_sim, p_sim, same_kind=s_equal and grounding[key][1] == mine[1] != "text")
+            verdict = slot_verdict(s_sim, p_sim, same_kind=s_equal and kind_alike and mine[1] != "text")
             if verdict != "distinct":
                 scored.append((min(s_sim, p_sim), verdict, key))
         near: list[tuple[tuple[str, str], float]] = []
