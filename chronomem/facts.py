@@ -11,12 +11,18 @@ Kept below both so that ranking never imports the consolidator.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta
+from functools import lru_cache
 
-from chronomem.records import UTC, MemoryRecord
+from chronomem.records import CODE_SPAN, UTC, MemoryRecord
 
 #: Sources whose facts were extracted by chronomem rather than stated by the agent.
 EXTRACTED_SOURCES = frozenset({"rules", "llm"})
+#: The source of a fact read off a note by the structure of a slot it restates (consolidate/restate.py): the slot's
+#: own names, written by whoever stated its value, with the one new value of its kind the note gives. Not among
+#: `EXTRACTED_SOURCES`: it is resolved and ranked like the slot's other facts, so it supersedes an agent's value.
+STRUCTURE_SOURCE = "structure"
 
 #: Time for an unreinforced memory's effective salience to halve.
 HALF_LIFE = timedelta(days=90)
@@ -55,6 +61,25 @@ def subject_form(subject: str, project: str) -> str:
     if len(words) > 1 and words[-1] in _PROJECT_WORDS and words[:-1] == phrase_words(project):
         words = words[:-1]
     return " ".join(words)
+
+
+@lru_cache(maxsize=1024)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])")
+
+
+def _mentions(text: str, name: str) -> bool:
+    return name in text and _name_pattern(name).search(text) is not None
+
+
+def about_other_project(text: str, own_names: Iterable[str], other_names: Iterable[str]) -> bool:
+    """Whether a note is about another project of the store: it names one (outside code: `uv run pytest` names
+    no project `pytest`) and none of its own (names as people write them, `display_name`)."""
+    lowered = text.lower()
+    prose = CODE_SPAN.sub(" ", lowered)
+    return any(_mentions(prose, o.lower()) for o in other_names) and not any(
+        _mentions(lowered, own.lower()) for own in own_names
+    )
 
 
 def identifiers(phrase: str) -> frozenset[str]:

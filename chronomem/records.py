@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Kind = Literal["chunk", "fact"]
-Source = Literal["agent", "rules", "llm", "import"]
+Source = Literal["agent", "rules", "llm", "import", "structure"]
 
 UTC = timezone.utc
 

@@ -304,13 +304,23 @@ def split_sentences(text: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- facts
-def _facts(sentence: str, project_subject: str) -> list[Extraction]:
+def statement_body(sentence: str) -> str | None:
+    """The sentence without its opening label ("Note:", "[Repo]", "so,"), or None when it is not a plain
+    statement of how things are: too long to be one, or it asks, hedges, plans, reports someone else's setup
+    or negates (the words above)."""
     if len(sentence) > MAX_SENTENCE_CHARS or "?" in _CODE_LIKE.sub(" X ", sentence):
-        return []
+        return None
     body = _PREFIX.sub("", sentence, count=1).strip()
     body = re.sub(r"^(?:so|now|also|and|ok|okay|fyi|btw|heads up)\s*[,:]?\s+", "", body, flags=re.IGNORECASE)
     masked = _CODE_LIKE.sub(" X ", body)  # "example.com", `--no-cache` and paths are not words of the sentence
     if not body or _HEDGE.search(masked) or _REPORTED.search(masked) or _NEGATION.search(masked):
+        return None
+    return body
+
+
+def _facts(sentence: str, project_subject: str) -> list[Extraction]:
+    body = statement_body(sentence)
+    if body is None:
         return []
     valid_from = _date(body)
     core = _DATE.sub("", body).strip(" ,")

@@ -18,7 +18,7 @@ from chronomem.search.engine import text_search, vector_search
 from chronomem.storage import Filter, MemoryStore
 
 #: How sure we are of a fact, by who stated it (agent facts keep the default 1.0).
-CONFIDENCE = {"rules": 0.8, "llm": 0.7}
+CONFIDENCE = {"rules": 0.8, "llm": 0.7, "structure": 0.8}
 
 
 def pending(store: MemoryStore, mark: StageMark, limit: int) -> list[tuple[str, datetime]]:

@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
-from chronomem.facts import EXTRACTED_SOURCES, identifiers, record_salience, same_subject
-from chronomem.records import CODE_SPAN, MemoryRecord, differs_only_in_values, same_value, value_kind
+from chronomem.facts import EXTRACTED_SOURCES, about_other_project, identifiers, record_salience, same_subject
+from chronomem.records import MemoryRecord, differs_only_in_values, same_value, value_kind
 from chronomem.retrieval.answer_type import AnswerTypes, expected_answer_type
 from chronomem.retrieval.context import context_bonus
 from chronomem.retrieval.values import value_kinds
@@ -437,24 +437,11 @@ def _fuse(
     return out
 
 
-@lru_cache(maxsize=1024)
-def _name_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])")
-
-
-def _mentions(text: str, name: str) -> bool:
-    return name in text and _name_pattern(name).search(text) is not None
-
-
 def _demote_foreign(items: list[Ranked], query: QueryInfo, config: RankConfig) -> None:
     if not query.other_project_names:
         return
     for item in items:
-        text = item.candidate.record.content.lower()
-        prose = CODE_SPAN.sub(" ", text)  # `uv run pytest`: another project's name as a word of a command
-        if any(_mentions(prose, o) for o in query.other_project_names) and not any(
-            _mentions(text, own) for own in query.project_names
-        ):
+        if about_other_project(item.candidate.record.content, query.project_names, query.other_project_names):
             item.foreign = True
             item.score *= config.foreign_penalty
 
