@@ -46,7 +46,7 @@ from chronomem.consolidate.restate import (
 )
 from chronomem.consolidate.slots import AMBIGUOUS_SLOT, SlotMatcher, cosine, slot_phrase
 from chronomem.consolidate.watermark import ConsolidationState
-from chronomem.facts import EXTRACTED_SOURCES, STRUCTURE_SOURCE, about_other_project
+from chronomem.facts import STRUCTURE_SOURCE, about_other_project
 from chronomem.project import display_name
 from chronomem.records import MemoryRecord, fact_sentence, value_kind
 from chronomem.service import MemoryService
@@ -64,6 +64,8 @@ RETRACT_TOPIC_ONLY = 0.80
 RETRACT_MARGIN = 0.05
 #: Longest the stage holds the write lock before it ends its batch (plus the chunk in progress).
 LOCK_HOLD_BUDGET = 0.25
+#: Who states the slots a fact-less note may restate (`_restating_candidates`): anyone but the extractors.
+STATED_SOURCES = ("agent", "import", STRUCTURE_SOURCE)
 
 
 @dataclass
@@ -269,6 +271,11 @@ class RulesStage:
         if not chunks:
             return {}
         now = self.svc.now()
+        stated = Filter().kinds(["fact"]).sources(STATED_SOURCES).known(now)
+        with_stated = {p for p in {c.project for c in chunks} if store.count(stated.projects([p])) > 0}
+        chunks = [c for c in chunks if c.project in with_stated]  # a project of text alone: no search at all
+        if not chunks:
+            return {}
         names = self.svc.project_names()
         vectors = {r.id: r.vector for r in store.find(Filter().ids([c.id for c in chunks]), with_vectors=True)}
         near: dict[str, list[MemoryRecord]] = {}
@@ -279,7 +286,7 @@ class RulesStage:
                 continue
             near[chunk.id] = [
                 f for f in live_facts_near(store, chunk.project, vector, chunk.content, at=chunk.valid_at, now=now)
-                if _before(f, chunk) and f.source not in EXTRACTED_SOURCES and f.predicate not in MULTI_VALUED_PREDICATES
+                if _before(f, chunk) and f.source in STATED_SOURCES and f.predicate not in MULTI_VALUED_PREDICATES
                 and not is_event(f) and value_kind(f.object or "") not in SHAPELESS_KINDS
             ]
         ids = {f.id for found in near.values() for f in found}

@@ -137,6 +137,11 @@ class Filter:
         """Facts that replaced any of these ids."""
         return self._and(_in("supersedes", ids))
 
+    def sources(self, sources: Iterable[str]) -> Filter:
+        """Rows whose `source` (who stated them: agent, rules, …) is one of these (SQL only: the read index keeps
+        no source column, so a filter with it is answered by LanceDB)."""
+        return self._and(_in("source", tuple(sources)))
+
     def with_paths(self) -> Filter:
         """Rows about files: a non-empty `paths` list (code anchors)."""
         return self._and("paths IS NOT NULL AND array_length(paths) > 0", ("with_paths",))

@@ -39,3 +39,14 @@ def test_any_string_matches_only_itself(store: MemoryStore, project: str, other:
         assert found and {r.project for r in found} == {project}
     assert store.count(Filter().ids([project])) == 0
     assert store.count(Filter().slot(project, project)) == 0
+
+
+def test_sources_keeps_the_rows_those_sources_stated(tmp_path: Path) -> None:
+    s = open_store(tmp_path, 2, "test")
+    rows = {source: MemoryRecord(id=new_id(), kind="fact", project="p", content=source, valid_at=T0, created_at=T0,
+                                 vector=[1.0, 0.0], subject="s", predicate=source, object="o", source=source)
+            for source in ("agent", "rules", "structure")}
+    s.add(list(rows.values()))
+    assert {r.source for r in s.find(Filter().sources(["agent", "structure"]))} == {"agent", "structure"}
+    assert s.count(Filter().projects(["p"]).sources(["rules"])) == 1
+    assert s.count(Filter().sources(["llm"])) == 0
