@@ -12,6 +12,7 @@ the alias `memory_id` for `id`); the CLI calls `history` directly.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -155,7 +156,8 @@ def split_timeline(
 
     The timeline begins where the best match's own history does (`_history_start`): a memory about the same thing
     from before that gives no value of the kind its history holds (another attribute of the thing: "exports-worker
-    serves the exports module" in the history of exports-worker's port) follows by relevance instead of leading."""
+    serves the exports module" in the history of exports-worker's port) follows by relevance instead of leading,
+    unless it gives a value the history gives or is an earlier version of one of its lines (`began_it`)."""
     best = max(chosen, key=lambda e: score_of[e.id])
     bar = TIMELINE_SHARE * score_of[best.id]
     names = {n for n in named_things(query, ignore=ignore) if mentioned(n, best.text.lower())}
@@ -168,11 +170,44 @@ def split_timeline(
     chained = {e.id for e in chain}
     near = [about_it(e) or e.id in chained for e in chosen]
     timeline = sorted((e for e, in_it in zip(chosen, near, strict=True) if in_it), key=_when)
-    start = _history_start(query, best, chain, timeline)
+    given_by = {e.id: _given(e.text, query) for e in (*timeline, *chain)}
+    start = _history_start(best, chain, timeline, given_by)
     if start is not None:
-        timeline = [e for e in timeline if _when(e) >= _when(start)]
+        wanted = set().union(*(given_by[e.id] for e in chain))
+        lines = [e for e in timeline if _when(e) >= _when(start) and wanted & set(given_by[e.id])]
+        given = {v for e in lines for kind, values in given_by[e.id].items() if kind in wanted for v in values}
+
+        def began_it(entry: HistoryEntry) -> bool:
+            """An older memory giving a value the history's memories give (in any kind: `localhost:6170` is where
+            `port 6170 to 7940` began), or saying one's words around another value (an earlier version of it)."""
+            found = {v for values in given_by[entry.id].values() for v in values}
+            return bool(found & given) or any(
+                differs_only_in_values(entry.text, e.text) or differs_only_in_values(e.text, entry.text) for e in lines
+            )
+
+        timeline = [e for e in timeline if _when(e) >= _when(start) or began_it(e)]
     told = {e.id for e in timeline}
     return timeline, [e for e in chosen if e.id not in told]
+
+
+def _given(text: str, query: str) -> dict[str, set[str]]:
+    """The values a text gives by kind (`values.value_kinds`), without those the query names (a value the query
+    names is the thing asked about, not a value of it); an address's port is also a number (`6170` of
+    `localhost:6170`)."""
+    asked = query.lower()
+    out: dict[str, set[str]] = {}
+    for kind, values in value_kinds(text).items():
+        found = {v.lower() for v in values if v.lower() not in asked}
+        if found:
+            out.setdefault(kind, set()).update(found)
+        if kind == "address":
+            ports = {port for v in values for port in _PORT.findall(v) if port not in asked}
+            if ports:
+                out.setdefault("number", set()).update(ports)
+    return out
+
+
+_PORT = re.compile(r":(\d{1,5})\b")
 
 
 def _when(entry: HistoryEntry) -> tuple[str, str]:
@@ -192,20 +227,16 @@ def _chain(best: HistoryEntry, chosen: list[HistoryEntry]) -> list[HistoryEntry]
 
 
 def _history_start(
-    query: str, best: HistoryEntry, chain: list[HistoryEntry], timeline: list[HistoryEntry]
+    best: HistoryEntry, chain: list[HistoryEntry], timeline: list[HistoryEntry], given_by: dict[str, dict[str, set[str]]]
 ) -> HistoryEntry | None:
     """The oldest memory of the best match's history: of its chain when it has one, else of the timeline's memories
-    that give a value of a kind the best match gives (values.py: a port is a number, a location a path); a value the
-    query names is the thing asked about, not a value of it. None when the best match gives no value."""
+    that give a value of a kind the best match gives (values.py: a port is a number, a location a path), by
+    `given_by` (each entry's values by kind, those the query names left out: `_given`). None when the best match
+    gives no value."""
     if len(chain) > 1:
         return min(chain, key=_when)
-    asked = query.lower()
-
-    def kinds(entry: HistoryEntry) -> set[str]:
-        return {kind for kind, found in value_kinds(entry.text).items() if any(v not in asked for v in found)}
-
-    wanted = kinds(best)
-    holding = [e for e in timeline if kinds(e) & wanted] if wanted else []
+    wanted = set(given_by[best.id])
+    holding = [e for e in timeline if wanted & set(given_by[e.id])] if wanted else []
     return min(holding, key=_when) if holding else None
 
 
