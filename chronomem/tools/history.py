@@ -156,8 +156,7 @@ def split_timeline(
 
     The timeline begins where the best match's own history does (`_history_start`): a memory about the same thing
     from before that gives no value of the kind its history holds (another attribute of the thing: "exports-worker
-    serves the exports module" in the history of exports-worker's port) follows by relevance instead of leading,
-    unless it gives a value the history gives or is an earlier version of one of its lines (`began_it`)."""
+    serves the exports module" in the history of exports-worker's port) follows by relevance instead of leading."""
     best = max(chosen, key=lambda e: score_of[e.id])
     bar = TIMELINE_SHARE * score_of[best.id]
     names = {n for n in named_things(query, ignore=ignore) if mentioned(n, best.text.lower())}
@@ -170,40 +169,25 @@ def split_timeline(
     chained = {e.id for e in chain}
     near = [about_it(e) or e.id in chained for e in chosen]
     timeline = sorted((e for e, in_it in zip(chosen, near, strict=True) if in_it), key=_when)
-    given_by = {e.id: _given(e.text, query) for e in (*timeline, *chain)}
-    start = _history_start(best, chain, timeline, given_by)
+    kinds_of = {e.id: _value_kinds(e.text, query) for e in (*timeline, *chain)}
+    start = _history_start(best, chain, timeline, kinds_of)
     if start is not None:
-        wanted = set().union(*(given_by[e.id] for e in chain))
-        lines = [e for e in timeline if _when(e) >= _when(start) and wanted & set(given_by[e.id])]
-        given = {v for e in lines for kind, values in given_by[e.id].items() if kind in wanted for v in values}
-
-        def began_it(entry: HistoryEntry) -> bool:
-            """An older memory giving a value the history's memories give (in any kind: `localhost:6170` is where
-            `port 6170 to 7940` began), or saying one's words around another value (an earlier version of it)."""
-            found = {v for values in given_by[entry.id].values() for v in values}
-            return bool(found & given) or any(
-                differs_only_in_values(entry.text, e.text) or differs_only_in_values(e.text, entry.text) for e in lines
-            )
-
-        timeline = [e for e in timeline if _when(e) >= _when(start) or began_it(e)]
+        timeline = [e for e in timeline if _when(e) >= _when(start)]
     told = {e.id for e in timeline}
     return timeline, [e for e in chosen if e.id not in told]
 
 
-def _given(text: str, query: str) -> dict[str, set[str]]:
-    """The values a text gives by kind (`values.value_kinds`), without those the query names (a value the query
-    names is the thing asked about, not a value of it); an address's port is also a number (`6170` of
-    `localhost:6170`)."""
+def _value_kinds(text: str, query: str) -> set[str]:
+    """The kinds of the values a text gives (`values.value_kinds`) other than those the query names (a value the
+    query names is the thing asked about, not a value of it). An address's port is a number too: the history of a
+    port may begin at `localhost:6170`, before "rebound from port 6170 to 7940"."""
     asked = query.lower()
-    out: dict[str, set[str]] = {}
+    out: set[str] = set()
     for kind, values in value_kinds(text).items():
-        found = {v.lower() for v in values if v.lower() not in asked}
-        if found:
-            out.setdefault(kind, set()).update(found)
-        if kind == "address":
-            ports = {port for v in values for port in _PORT.findall(v) if port not in asked}
-            if ports:
-                out.setdefault("number", set()).update(ports)
+        if any(v.lower() not in asked for v in values):
+            out.add(kind)
+        if kind == "address" and any(port not in asked for v in values for port in _PORT.findall(v)):
+            out.add("number")
     return out
 
 
@@ -227,16 +211,16 @@ def _chain(best: HistoryEntry, chosen: list[HistoryEntry]) -> list[HistoryEntry]
 
 
 def _history_start(
-    best: HistoryEntry, chain: list[HistoryEntry], timeline: list[HistoryEntry], given_by: dict[str, dict[str, set[str]]]
+    best: HistoryEntry, chain: list[HistoryEntry], timeline: list[HistoryEntry], kinds_of: dict[str, set[str]]
 ) -> HistoryEntry | None:
     """The oldest memory of the best match's history: of its chain when it has one, else of the timeline's memories
     that give a value of a kind the best match gives (values.py: a port is a number, a location a path), by
-    `given_by` (each entry's values by kind, those the query names left out: `_given`). None when the best match
-    gives no value."""
+    `kinds_of` (each entry's kinds of value, those the query names left out: `_value_kinds`). None when the best
+    match gives no value."""
     if len(chain) > 1:
         return min(chain, key=_when)
-    wanted = set(given_by[best.id])
-    holding = [e for e in timeline if wanted & set(given_by[e.id])] if wanted else []
+    wanted = kinds_of[best.id]
+    holding = [e for e in timeline if wanted & kinds_of[e.id]] if wanted else []
     return min(holding, key=_when) if holding else None
 
 

@@ -109,27 +109,11 @@ def test_an_address_giving_the_port_a_history_changes_begins_it() -> None:
     entries = [
         _entry(1, "2025-05-01", "invites-server is the host service for feeds."),
         _entry(2, "2025-06-04", "invites-server answers at localhost:6170 in dev."),
-        _entry(3, "2025-06-20", "invites-server was rebound from port 6170 to 7940 as of today."),
+        _entry(3, "2025-06-20", "[repo] invites-server was rebound from port 6170 to 7940 as of today."),
         _entry(4, "2025-09-19", "invites-server was rebound from port 7940 to 6940 as of today."),
     ]
     scores = {"m1": 1.06, "m2": 1.02, "m3": 1.17, "m4": 1.28}
     timeline, rest = split_timeline("List every value the invites-server port has had", entries, scores, ignore=set())
-    # the port of an address is a number: the history of the port begins at localhost:6170, not at its first rebind
+    # an address's port is a number: the history of the port begins at localhost:6170, not at its first rebind
     assert [e.id for e in timeline] == ["m2", "m3", "m4"]
-    assert [e.id for e in rest] == ["m1"]
-
-
-def test_an_earlier_version_of_a_line_of_the_history_joins_it() -> None:
-    entries = [
-        _entry(4, "2025-09-18", "background jobs are cut off by a timeout of 45 s."),
-        _entry(3, "2025-09-11", "background jobs are cut off by a timeout of 20 s."),
-        _entry(5, "2025-10-03", "We give background jobs 90 s before aborting."),
-        _entry(2, "2025-07-12", "We give background jobs 5 s before aborting."),
-        _entry(1, "2025-05-17", "Background jobs retry 3 times."),
-    ]
-    scores = {"m4": 1.2, "m3": 1.18, "m5": 0.8, "m2": 0.75, "m1": 0.7}
-    timeline, rest = split_timeline("How did the background jobs timeout evolve?", entries, scores, ignore=set())
-    # the chain (20 s -> 45 s) begins the history; the other line (5 s -> 90 s) is the same timeout said
-    # another way, and its first version is older than the chain: it begins the history instead
-    assert [e.id for e in timeline] == ["m2", "m3", "m4", "m5"]
     assert [e.id for e in rest] == ["m1"]
