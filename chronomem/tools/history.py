@@ -169,8 +169,7 @@ def split_timeline(
     chained = {e.id for e in chain}
     near = [about_it(e) or e.id in chained for e in chosen]
     timeline = sorted((e for e, in_it in zip(chosen, near, strict=True) if in_it), key=_when)
-    kinds_of = {e.id: _value_kinds(e.text, query) for e in (*timeline, *chain)}
-    start = _history_start(best, chain, timeline, kinds_of)
+    start = _history_start(query, best, chain, timeline)
     if start is not None:
         timeline = [e for e in timeline if _when(e) >= _when(start)]
     told = {e.id for e in timeline}
@@ -211,16 +210,15 @@ def _chain(best: HistoryEntry, chosen: list[HistoryEntry]) -> list[HistoryEntry]
 
 
 def _history_start(
-    best: HistoryEntry, chain: list[HistoryEntry], timeline: list[HistoryEntry], kinds_of: dict[str, set[str]]
+    query: str, best: HistoryEntry, chain: list[HistoryEntry], timeline: list[HistoryEntry]
 ) -> HistoryEntry | None:
     """The oldest memory of the best match's history: of its chain when it has one, else of the timeline's memories
-    that give a value of a kind the best match gives (values.py: a port is a number, a location a path), by
-    `kinds_of` (each entry's kinds of value, those the query names left out: `_value_kinds`). None when the best
-    match gives no value."""
+    that give a value of a kind the best match gives (values.py: a port is a number, a location a path;
+    `_value_kinds`). None when the best match gives no value."""
     if len(chain) > 1:
         return min(chain, key=_when)
-    wanted = kinds_of[best.id]
-    holding = [e for e in timeline if wanted & kinds_of[e.id]] if wanted else []
+    wanted = _value_kinds(best.text, query)
+    holding = [e for e in timeline if wanted & _value_kinds(e.text, query)] if wanted else []
     return min(holding, key=_when) if holding else None
 
 
