@@ -192,7 +192,7 @@ class NoteIds:
     def of(self, memory_id: str, revision_of: str | None, source_ids: Sequence[str]) -> str | None:
         note = self._note.get(memory_id)
         if note is None and revision_of:
-            note = self._resolve(revision_of)
+            note = self.resolve(revision_of)
         if note is None:
             note = next((self._note[s] for s in source_ids if s in self._note), None)
         if note is None:
@@ -201,7 +201,9 @@ class NoteIds:
             self._note[memory_id] = note
         return note
 
-    def _resolve(self, memory_id: str) -> str | None:
+    def resolve(self, memory_id: str) -> str | None:
+        """The note a memory came from, looked up in the store when it is not bound: a fact the consolidator
+        made (rules, a restatement) is bound through the note it was read from."""
         if memory_id in self._note:
             return self._note[memory_id]
         record = self._svc.store.get(memory_id)
@@ -258,7 +260,7 @@ class Replay:
                 self.actions["noisy: no facts" if named is None else "noisy: fact passed"] += 1
         result = remember(self.svc, w.content, valid_from=w.t, project=w.project, facts=facts)
         for update in result.probable_updates:  # right when the memory it names holds a value of this note's slot
-            named = self.notes.known(update.id)
+            named = self.notes.resolve(update.id)
             right = w.slot is not None and named is not None and self.slot_of.get(named) == w.slot
             self.actions[f"probable update: {'same slot' if right else 'other slot or none'}"] += 1
         if self.confirm:  # the agent takes the reply's word: each probable update it lists is ended at this note

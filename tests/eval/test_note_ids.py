@@ -1,0 +1,25 @@
+"""eval/devmem.NoteIds: which DevMem note a memory came from, for facts the consolidator made too."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from chronomem.records import MemoryRecord, new_id
+from chronomem.service import MemoryService
+from chronomem.tools import remember
+from eval.devmem import NoteIds
+
+
+def test_a_fact_the_consolidator_made_resolves_to_the_note_it_was_read_from(svc: MemoryService) -> None:
+    note = remember(svc, "Pinned prost at 3.26.2 in the lockfile.", project="proj")
+    fact = MemoryRecord(
+        id=new_id(), kind="fact", project="proj", content="prost version: 3.26.2", subject="prost",
+        predicate="version", object="3.26.2", source="rules", source_ids=[note.id],
+        valid_at=svc.now() - timedelta(seconds=1), created_at=svc.now(), vector=svc.embed_one("prost version: 3.26.2"),
+    )
+    svc.store.add([fact])
+    notes = NoteIds(svc)
+    notes.bind(note.id, "ashcombe-0140")
+    assert notes.known(fact.id) is None  # not bound: the reply's probable update named it, the replay did not
+    assert notes.resolve(fact.id) == "ashcombe-0140"
+    assert notes.resolve(new_id()) is None
