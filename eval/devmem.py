@@ -185,10 +185,6 @@ class NoteIds:
     def bind(self, memory_id: str, note_id: str) -> None:
         self._note.setdefault(memory_id, note_id)
 
-    def known(self, memory_id: str) -> str | None:
-        """The note a memory written so far came from, if it is bound (no lookup, not counted as unmapped)."""
-        return self._note.get(memory_id)
-
     def of(self, memory_id: str, revision_of: str | None, source_ids: Sequence[str]) -> str | None:
         note = self._note.get(memory_id)
         if note is None and revision_of:
