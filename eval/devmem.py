@@ -185,25 +185,26 @@ class NoteIds:
     def bind(self, memory_id: str, note_id: str) -> None:
         self._note.setdefault(memory_id, note_id)
 
-    def of(self, memory_id: str, revision_of: str | None, source_ids: Sequence[str]) -> str | None:
+    def of(self, memory_id: str, revision_of: str | None, source_ids: Sequence[str], count: bool = True) -> str | None:
+        """The note a result row came from; one that maps to none is counted in `unmapped` (unless not `count`)."""
         note = self._note.get(memory_id)
         if note is None and revision_of:
-            note = self.resolve(revision_of)
+            note = self.resolve(revision_of, count)
         if note is None:
             note = next((self._note[s] for s in source_ids if s in self._note), None)
         if note is None:
-            self.unmapped += 1
+            self.unmapped += 1 if count else 0
         else:
             self._note[memory_id] = note
         return note
 
-    def resolve(self, memory_id: str) -> str | None:
+    def resolve(self, memory_id: str, count: bool = True) -> str | None:
         """The note a memory came from, looked up in the store when it is not bound: a fact the consolidator
-        made (rules, a restatement) is bound through the note it was read from."""
+        made (rules, a restatement) is bound through the note it was read from. `count`: as in `of`."""
         if memory_id in self._note:
             return self._note[memory_id]
         record = self._svc.store.get(memory_id)
-        return None if record is None else self.of(record.id, record.revision_of, record.source_ids)
+        return None if record is None else self.of(record.id, record.revision_of, record.source_ids, count)
 
     def ranking(self, rows: Sequence[Any]) -> list[str]:
         """Note ids for result items or records, best first, each note once."""
@@ -256,7 +257,7 @@ class Replay:
                 self.actions["noisy: no facts" if named is None else "noisy: fact passed"] += 1
         result = remember(self.svc, w.content, valid_from=w.t, project=w.project, facts=facts)
         for update in result.probable_updates:  # right when the memory it names holds a value of this note's slot
-            named = self.notes.resolve(update.id)
+            named = self.notes.resolve(update.id, count=False)  # not a result row: `unmapped` counts those
             right = w.slot is not None and named is not None and self.slot_of.get(named) == w.slot
             self.actions[f"probable update: {'same slot' if right else 'other slot or none'}"] += 1
         if self.confirm:  # the agent takes the reply's word: each probable update it lists is ended at this note

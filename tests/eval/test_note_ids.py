@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from chronomem.records import MemoryRecord, new_id
@@ -20,5 +21,9 @@ def test_a_fact_the_consolidator_made_resolves_to_the_note_it_was_read_from(svc:
     svc.store.add([fact])
     notes = NoteIds(svc)
     notes.bind(note.id, "ashcombe-0140")  # the replay binds the notes it writes, not the facts the consolidator makes
-    assert notes.resolve(fact.id) == "ashcombe-0140"
+    assert notes.resolve(fact.id, count=False) == "ashcombe-0140"
     assert notes.resolve(new_id()) is None
+    orphan = replace(fact, id=new_id(), source_ids=[new_id()])
+    svc.store.add([orphan])
+    assert notes.resolve(orphan.id, count=False) is None and notes.unmapped == 0  # a reply's update is no result row
+    assert notes.of(orphan.id, None, orphan.source_ids) is None and notes.unmapped == 1
