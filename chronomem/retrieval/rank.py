@@ -580,33 +580,38 @@ def successor_of(
 
 
 def _successors(
-    lead: Ranked, items: list[Ranked], known: str, common: set[str], config: RankConfig, weights: dict[str, float],
-    skip: set[int],
+    lead: Ranked, items: list[Ranked], known: str, common: set[str], config: RankConfig,
+    weights: dict[str, float] | None, skip: set[int],
 ) -> list[Ranked]:
     """The items (not in `skip`) that are a later word on `lead`'s value (`successor_of`): about the same thing
-    (vectors at least `same_topic_cosine` alike, holding `lead`'s heaviest query term by pool IDF), not
-    foreign."""
+    (vectors at least `same_topic_cosine` alike, holding `lead`'s heaviest query term by pool IDF, unless
+    `weights` is None), not foreign."""
     vector = lead.candidate.record.vector
     if vector is None:
         return []
-    subject = _heaviest_term(lead.candidate, weights)
+    subject = _heaviest_term(lead.candidate, weights) if weights is not None else None
     return [  # the cheap tests first: most of a pool is older than the leader or shares none of its values
         item for item in items
         if id(item) not in skip and not item.foreign
         and item.candidate.record.vector is not None
-        and successor_of(lead.candidate.record, item.candidate.record, known, subject, common)
+        and item.candidate.record.valid_at > lead.candidate.record.valid_at
         and cosine(vector, item.candidate.record.vector) >= config.same_topic_cosine
+        and successor_of(lead.candidate.record, item.candidate.record, known, subject, common)
     ]
 
 
 def _follow_successors(items: list[Ranked], query: QueryInfo, config: RankConfig, weights: dict[str, float]) -> list[Ranked]:
     """Put first the last of the chain of successors (`_successors`) that starts at the leader."""
     known = " ".join((query.text, *query.project_names, *query.other_project_names)).lower()  # not its values
+    lead = items[0]
+    # Every later word is one still with no value set aside and no subject asked for: a pool without such a
+    # memory needs no count of its values (reading every candidate's values is most of this step's cost).
+    if not _successors(lead, items, known, set(), config, None, {id(lead)}):
+        return items
     # a value more of the pool gives than `distinctive_share` (the date stamp's year, a speaker) singles out nothing
     given = Counter(v for item in items for found in value_kinds(item.candidate.record.content).values() for v in found)
     limit = most_distinctive(len(items), config)
     common = {v for v, n in given.items() if n > limit}
-    lead = items[0]
     seen = {id(lead)}
     while after := _successors(lead, items, known, common, config, weights, seen):
         lead = max(after, key=lambda r: r.candidate.record.valid_at)
