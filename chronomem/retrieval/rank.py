@@ -41,8 +41,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Set
+from collections.abc import Collection, Container, Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -278,7 +277,7 @@ def tells_nothing(text: str, known: Set[str]) -> bool:
     value (values.py): it says nothing the question does not, so it cannot be the answer. A note naming only the
     asked-for path ("webhooks is under `crates/webhooks/src/`" for "anything about crates/webhooks/src/?") gives
     a value and is kept."""
-    words = iter_terms(text)  # most texts hold a word the question does not: found at once, the rest unread
+    words = iter_terms(text, lazy=True)  # most texts hold a word the question does not: found at once, the rest unread
     first = next(words, None)
     return first is not None and first in known and all(word in known for word in words) and not value_kinds(text)
 
@@ -546,7 +545,7 @@ def alike_to_query(best: Candidate, other: Candidate, config: RankConfig) -> boo
 
 
 def successor_of(
-    lead: MemoryRecord, later: MemoryRecord, known: str, subject: str | None = None, common: Collection[str] = ()
+    lead: MemoryRecord, later: MemoryRecord, known: str, subject: str | None = None, common: Container[str] = ()
 ) -> bool:
     """Whether `later` (valid after `lead`) is the later word on a value `lead` gives about `subject`.
 
@@ -580,16 +579,16 @@ def successor_of(
 
 
 def _successors(
-    lead: Ranked, items: list[Ranked], known: str, common: set[str], config: RankConfig,
-    weights: dict[str, float] | None, skip: set[int],
+    lead: Ranked, items: list[Ranked], known: str, common: Container[str], config: RankConfig,
+    weights: dict[str, float], skip: set[int],
 ) -> list[Ranked]:
     """The items (not in `skip`) that are a later word on `lead`'s value (`successor_of`): about the same thing
-    (vectors at least `same_topic_cosine` alike, holding `lead`'s heaviest query term by pool IDF, unless
-    `weights` is None), not foreign."""
+    (vectors at least `same_topic_cosine` alike, holding `lead`'s heaviest query term by pool IDF), not
+    foreign."""
     vector = lead.candidate.record.vector
     if vector is None:
         return []
-    subject = _heaviest_term(lead.candidate, weights) if weights is not None else None
+    subject = _heaviest_term(lead.candidate, weights)
     return [  # the cheap tests first: most of a pool is older than the leader or shares none of its values
         item for item in items
         if id(item) not in skip and not item.foreign
@@ -600,18 +599,37 @@ def _successors(
     ]
 
 
+class _CommonValues:
+    """The values more of the pool gives than `limit` (`distinctive_share`: the date stamp's year, a speaker): they
+    single out nothing. Counted for a value only when asked (`in`): reading every candidate's values for the few a
+    later word shares was most of a recall's ranking time."""
+
+    def __init__(self, texts: list[str], limit: int) -> None:
+        # a value is lower-cased text of its memory, so each word of it is in the lower-cased text (for ASCII: a
+        # lower-cased final sigma differs from the same letter lower-cased mid-word)
+        self._texts = [(text, text.lower() if text.isascii() else None) for text in texts]
+        self._limit = limit
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, value: object) -> bool:
+        if not isinstance(value, str):
+            return False
+        if value not in self._known:
+            words, count = value.split(), 0
+            for text, lowered in self._texts:
+                if lowered is None or all(word in lowered for word in words):
+                    count += sum(value in found for found in value_kinds(text).values())
+                    if count > self._limit:
+                        break
+            self._known[value] = count > self._limit
+        return self._known[value]
+
+
 def _follow_successors(items: list[Ranked], query: QueryInfo, config: RankConfig, weights: dict[str, float]) -> list[Ranked]:
     """Put first the last of the chain of successors (`_successors`) that starts at the leader."""
     known = " ".join((query.text, *query.project_names, *query.other_project_names)).lower()  # not its values
     lead = items[0]
-    # Every later word is one still with no value set aside and no subject asked for: a pool without such a
-    # memory needs no count of its values (reading every candidate's values is most of this step's cost).
-    if not _successors(lead, items, known, set(), config, None, {id(lead)}):
-        return items
-    # a value more of the pool gives than `distinctive_share` (the date stamp's year, a speaker) singles out nothing
-    given = Counter(v for item in items for found in value_kinds(item.candidate.record.content).values() for v in found)
-    limit = most_distinctive(len(items), config)
-    common = {v for v, n in given.items() if n > limit}
+    common = _CommonValues([item.candidate.record.content for item in items], most_distinctive(len(items), config))
     seen = {id(lead)}
     while after := _successors(lead, items, known, common, config, weights, seen):
         lead = max(after, key=lambda r: r.candidate.record.valid_at)
