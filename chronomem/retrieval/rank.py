@@ -605,8 +605,8 @@ class _CommonValues:
     later word shares was most of a recall's ranking time."""
 
     def __init__(self, texts: list[str], limit: int) -> None:
-        # a value is lower-cased text of its memory, so each word of it is in the lower-cased text (for ASCII: a
-        # lower-cased final sigma differs from the same letter lower-cased mid-word)
+        # each word of a value is in its memory's lower-cased text, so a text without one cannot give it; the test
+        # is made on ASCII texts only (elsewhere a letter lower-cased alone can differ from it lower-cased in a word)
         self._texts = [(text, text.lower() if text.isascii() else None) for text in texts]
         self._limit = limit
         self._known: dict[str, bool] = {}

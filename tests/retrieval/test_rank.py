@@ -11,6 +11,7 @@ import pytest
 from chronomem.records import UTC, MemoryRecord, new_id
 from chronomem.search.candidates import Candidate
 from chronomem.retrieval.rank import (
+    _CommonValues,
     QueryInfo,
     RankConfig,
     gate_names,
@@ -22,6 +23,7 @@ from chronomem.retrieval.rank import (
     term_weights,
     weighted_coverage,
 )
+from chronomem.retrieval.values import value_kinds
 from chronomem.search.terms import terms
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -449,6 +451,28 @@ def test_a_value_much_of_the_pool_gives_ties_no_note_to_another() -> None:
     # the same notes in a pool where the year is rare: then it is a shared value, and the later note leads
     assert successor_of(asked.record, later[1].record, known=query.text.lower())
     assert not successor_of(asked.record, later[1].record, known=query.text.lower(), common={"2023"})
+
+
+def test_the_values_counted_common_when_asked_are_those_a_count_of_the_whole_pool_gives() -> None:
+    """`_CommonValues` counts a value only when asked, over the texts that can hold it: the same answer as counting
+    every text's values (`values.value_kinds`), in ASCII texts or not, a name of several words among them."""
+    pool = [
+        "[15 July 2023] Melanie: the Bank of America card works; see `src/app/` and v1.2.3.",
+        "[16 July 2023] Melanie: moved src/app/ to `lib/app/` (was v1.2.3), Bank of America still.",
+        "[17 July 2023] Caroline: café day on port 8443 with Ωmega-svc; `8443` is the port.",
+        "[18 July 2023] Caroline: ΣΟΦΙΑ-db listens on 8443, owned by Identity Platform now.",
+        "[19 July 2023] Melanie: the card is owned by Identity Platform since 2023.",
+        "no values here at all",
+    ]
+    for limit in (0, 1, 2, 3):
+        common = _CommonValues(pool, limit)
+        counted: dict[str, int] = {}
+        for text in pool:
+            for found in value_kinds(text).values():
+                for value in found:
+                    counted[value] = counted.get(value, 0) + 1
+        assert counted and all((value in common) == (n > limit) for value, n in counted.items())
+        assert "never said" not in common
 
 
 def test_one_attribute_named_two_ways_is_one_slot_to_a_question_that_cannot_tell_them_apart() -> None:
