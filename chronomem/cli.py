@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", help="why it is no longer true (shown in history)")
     p.add_argument("--retract", action="store_true", help="it was never true")
     p.add_argument("--at", help="when it stopped being true (default now)")
+    p.add_argument(
+        "--superseded-by", metavar="ID",
+        help="the later memory that replaces it: it ends then, and its facts that memory updates move to it",
+    )
 
     p = sub.add_parser("history", parents=[common], help="a fact's supersession chain")
     p.add_argument(
@@ -338,7 +342,7 @@ def tool_result(svc: Any, args: argparse.Namespace) -> Any:
             svc, content, valid_from=args.valid_from, facts=facts or None, tags=args.tags, paths=args.paths
         )
     if args.command == "forget":
-        return tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at)
+        return tools.forget(svc, args.id, args.reason, retract=args.retract, at=args.at, superseded_by=args.superseded_by)
     raise ChronomemError(f"unknown command {args.command}")  # pragma: no cover - argparse restricts the choices
 
 

@@ -280,6 +280,33 @@ def differs_only_in_values(old: str, new: str) -> bool:
     return framed and old_words == new_words and bool(new_values) and old_values != new_values
 
 
+def value_in_place(old: str, new: str, value: str) -> str | None:
+    """The value `new` says where `old` says `value`, when the two say the same words around different values
+    (`differs_only_in_values`): `uv run --frozen ruff format .` for the `uv run ruff format .` of "- Format: `uv run
+    ruff format .`" and "- Format: `uv run --frozen ruff format .`". As written in `new` (case kept, backticks and
+    the punctuation around a word off); None when `new` keeps `value` or says nothing in its place."""
+    if not differs_only_in_values(old, new):
+        return None
+    was, now = _written_values(old), _written_values(new)
+    if len(was) != len(now):
+        return None
+    for before, after in zip(was, now, strict=True):
+        if same_value(before, value) and not same_value(after, value):
+            return after
+    return None
+
+
+def _written_values(text: str) -> list[str]:
+    """A text's values as `_frame` reads them, as written (code spans without their backticks)."""
+    out: list[str] = []
+    for token in _TEXT_TOKEN.findall(text):
+        if CODE_SPAN.fullmatch(token):
+            out.append(token.strip("`").strip())
+        elif _VALUE_SHAPE.search(token.strip(".,;:!?()\"'")):
+            out.append(token.strip(".,;:!?()\"'"))
+    return out
+
+
 # a line that is a label and its value ("- Format: `ruff format .`", "**Port**: 8080"): one word frames it
 _LABEL_LINE = re.compile(r"^[\s>*+#-]*(?:\d+[.)]\s*)?\**[^\W\d_][\w-]*\**\s*:\s*\S")
 

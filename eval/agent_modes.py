@@ -21,6 +21,7 @@ MODES = (
     ("agent", "ideal agent (one name per slot, every fact)"),
     ("agent-noisy", "noisy agent (eval/agent_style.py)"),
     ("agent-noisy-confirming", "noisy agent confirming the reply's probable updates"),
+    ("agent-noisy-confirming-strong", "noisy agent confirming only the updates of a strong basis"),
 )
 COLUMNS = (("current", "current_hit@1"), ("stale-leak (changed)", "stale_leak_changed"), ("as_of", "as_of_accuracy"), ("macro", "macro_hit@1"))
 

@@ -29,19 +29,19 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from chronomem.records import normalize_object, normalize_predicate, normalize_subject
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 from chronomem.timeparse import parse_time
 from chronomem.tools import as_of, forget, history, recall, remember
-from chronomem.tools.results import RecallResult
+from chronomem.tools.results import RecallResult, UpdateBasis
 from eval.agent_style import NoisyAgent
 from eval.ablation import RANKERS, PipelineRanker, QueryContext, Ranker, load_rankers, run_rankers, slice_filter
 from eval.common import (
@@ -212,6 +212,14 @@ class NoteIds:
         return dedupe(n for n in notes if n is not None)
 
 
+#: The probable updates (by `basis`) an agent of `--confirm-updates` confirms: every one, or only those the reply
+#: calls seldom wrong (tools/results.UpdateBasis).
+CONFIRMED_BASES: dict[str, frozenset[str]] = {
+    "all": frozenset(get_args(UpdateBasis)),
+    "strong": frozenset({"old value named", "same slot by meaning"}),
+}
+
+
 class Replay:
     """Drives one store through the timeline in text or agent mode, answering queries as they come."""
 
@@ -223,7 +231,7 @@ class Replay:
         rankers: list[Ranker | PipelineRanker],
         upkeep: Upkeep,
         noisy: NoisyAgent | None = None,
-        confirm: bool = False,
+        confirm: Collection[str] = frozenset(),
     ) -> None:
         self.svc = svc
         self.agent = agent
@@ -260,10 +268,14 @@ class Replay:
             named = self.notes.resolve(update.id, count=False)  # not a result row: `unmapped` counts those
             right = w.slot is not None and named is not None and self.slot_of.get(named) == w.slot
             self.actions[f"probable update: {'same slot' if right else 'other slot or none'}"] += 1
-        if self.confirm:  # the agent takes the reply's word: each probable update it lists is ended at this note
-            for update in result.probable_updates:
-                outcome = forget(self.svc, update.id, f"updated by note {w.id} ({update.reason})", at=w.t)
+            self.actions[f"probable update ({update.basis}): {'same slot' if right else 'other slot or none'}"] += 1
+        if self.confirm:  # the agent takes the reply's word: each probable update it lists on a basis it trusts is
+            for update in result.probable_updates:  # ended at this note
+                if update.basis not in self.confirm:
+                    continue
+                outcome = forget(self.svc, update.id, f"updated by note {w.id} ({update.reason})", superseded_by=result.id)
                 self.actions[f"confirmed update {outcome.action}"] += 1
+                self.actions["confirmed update: facts carried"] += len(outcome.carried)
         self.write_seconds.append(time.perf_counter() - start)
         self.notes.bind(result.id, w.id)
         self.memories[w.id] = [result.id]
@@ -588,8 +600,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="the noisy agent's seed")
     parser.add_argument(
-        "--confirm-updates", action="store_true",
-        help="the agent confirms each probable update a reply lists (forget at the note's time), as remember asks",
+        "--confirm-updates", nargs="?", const="all", choices=sorted(CONFIRMED_BASES), default=None,
+        help="the agent confirms the probable updates a reply lists (forget, superseded by the note), as remember asks: "
+        "all of them, or (strong) only those whose basis the reply calls seldom wrong",
     )
     parser.add_argument("--out", type=Path, default=None, help="results folder (default eval/results)")
     parser.add_argument("--projects", nargs="*", help="only these projects (quick runs)")
@@ -614,14 +627,15 @@ def main(argv: list[str] | None = None) -> int:
     noisy = NoisyAgent(args.seed) if args.agent_facts and args.agent_style == "noisy" else None
     mode = ("agent-noisy" if noisy else "agent") if args.agent_facts else "text"
     if args.confirm_updates:
-        mode += "-confirming"
+        mode += "-confirming" + ("-strong" if args.confirm_updates == "strong" else "")
     project_of = {w.id: w.project for w in writes}
     embedder = make_embedder()
     rankers = load_rankers(args.rankers) if args.rankers else [] if args.no_ablation else RANKERS
 
     with temp_service("devmem", embedder) as svc:
         upkeep = Upkeep(svc, enabled=not args.no_upkeep)
-        replay = Replay(svc, args.agent_facts, agent_steps(slots), rankers, upkeep, noisy, args.confirm_updates)
+        confirm = CONFIRMED_BASES[args.confirm_updates] if args.confirm_updates else frozenset()
+        replay = Replay(svc, args.agent_facts, agent_steps(slots), rankers, upkeep, noisy, confirm)
         replay.play(writes, queries, started)
         # the audit reads each slot under the ideal agent's names; a noisy agent's slots are named its own ways
         audit = audit_slots(svc, slots, {w.id: w for w in writes}) if args.agent_facts and noisy is None else None

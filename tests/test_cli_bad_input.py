@@ -40,6 +40,7 @@ CASES = [
     (["recall", "tests", "--limit", "0"], None, "limit must be from 1 to 100"),
     (["recall", "x" * 5000], None, "the limit is 4,000"),
     (["forget", "x' OR 1=1 --"], None, "is not a memory id"),
+    (["forget", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--superseded-by", "../etc/passwd"], None, "is not a memory id"),
     (["history", "--subject", "' OR '1'='1", "--predicate", "p"], None, "no facts for subject"),
     (["purge", "--id", "'; DROP TABLE memories; --", "--yes"], None, "is not a memory id"),
     (["serve", "--transport", "http", "--host", "0.0.0.0"], None, "exposes this memory to the network"),

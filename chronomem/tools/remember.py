@@ -52,6 +52,7 @@ from chronomem.tools.results import (
     Redaction,
     RefusedFact,
     RememberResult,
+    UpdateBasis,
 )
 from chronomem.tools.spec import Hints, Project, ToolSpec
 from chronomem.tools.validate import require_text, string_list
@@ -223,9 +224,11 @@ def remember(
             outcomes = []
 
     ended: list[str] = []
+    carried: list[FactResult] = []  # facts of a replaced memory whose new value this note gives in their place
     for target in replaced:
-        outcome = forget(svc, target.id, f"superseded by {chunk.id}", at=iso(valid_at))
+        outcome = forget(svc, target.id, f"superseded by {chunk.id}", at=iso(valid_at), superseded_by=chunk.id)
         ended += [target.id, *outcome.also]
+        carried += outcome.carried
     fact_results = [
         FactResult(
             id=o.fact_id, action=o.action, subject=o.subject, predicate=o.predicate, object=o.object, supersedes=o.supersedes,
@@ -234,7 +237,7 @@ def remember(
             possibly_same_as=[f"{s} {p} ({score:.2f})" for s, p, score in o.near],
         )
         for o in outcomes
-    ]
+    ] + carried
     # the nearest note is read back only when it is nearly the same text (SAME_TEXT_COSINE): on object storage a
     # read costs tens of milliseconds
     alike = found.nearest if found.nearest and 1.0 - found.novelty >= SAME_TEXT_COSINE else None
@@ -249,7 +252,7 @@ def remember(
         summary += f"; superseded {', '.join(ended)}"
     if probable:
         summary += "; probably updates " + ", ".join(f"{u.id} ({u.reason})" for u in probable) + \
-            ": pass supersedes=[id] to end it"
+            f": if so, forget(id, superseded_by={chunk.id!r})"
     if anchors:
         noun = "file" if len(anchors) == 1 else "files"
         summary += f"; anchored to {len(anchors)} {noun}"
@@ -316,6 +319,7 @@ def probable_updates(
                 if row.kind == "fact":
                     found.setdefault(row.id, ProbableUpdate(
                         id=row.id, reason=f"same thing by meaning: {subject} {predicate} ({score:.2f})",
+                        basis="same slot by meaning",
                     ))
     own_slots = {(o.subject, o.predicate) for o in outcomes}
     now = svc.now()
@@ -340,16 +344,18 @@ def probable_updates(
     for row in live:
         if row.id in found:
             continue
-        reason = restates_with_new_value(row, grounded[(row.subject or "", row.predicate or "")][0], chunk.content)
-        if reason:
-            found[row.id] = ProbableUpdate(id=row.id, reason=reason)
+        restated = restates_with_new_value(row, grounded[(row.subject or "", row.predicate or "")][0], chunk.content)
+        if restated:
+            found[row.id] = ProbableUpdate(id=row.id, reason=restated[1], basis=restated[0])
     if nearest:
         row = svc.store.get(nearest)
         if (
             row is not None and row.kind == "chunk" and row.is_valid_at(chunk.valid_at) and row.expired_at is None
             and row.valid_at < chunk.valid_at and differs_only_in_values(row.content, chunk.content)
         ):
-            found.setdefault(row.id, ProbableUpdate(id=row.id, reason="the same text but for a value"))
+            found.setdefault(row.id, ProbableUpdate(
+                id=row.id, reason="the same text but for a value", basis="same text but for a value",
+            ))
     return list(found.values())
 
 
@@ -372,8 +378,8 @@ def names_in(subject: list[str], note: str) -> bool:
     return False
 
 
-def restates_with_new_value(fact: MemoryRecord, subject_name: str, note: str) -> str | None:
-    """Why `note` probably gives `fact` a new value, or None.
+def restates_with_new_value(fact: MemoryRecord, subject_name: str, note: str) -> tuple[UpdateBasis, str] | None:
+    """What `note` probably giving `fact` a new value rests on, and why (or None).
 
     The note names the fact's subject as whole tokens (`subject_name`: the subject as its own note said it,
     `SlotMatcher.groundings`) and states another value of the same kind as its object (`value_kind`), either
@@ -393,10 +399,10 @@ def restates_with_new_value(fact: MemoryRecord, subject_name: str, note: str) ->
     if not others:
         return None
     if any(same_value(v, fact.object) for v in stated):
-        return f"names {fact.object!r} and now {others[0]!r} for {fact.subject} {fact.predicate}"
+        return "old value named", f"names {fact.object!r} and now {others[0]!r} for {fact.subject} {fact.predicate}"
     attribute = [w for w in re.findall(r"[a-z]{3,}", fact.predicate.lower().replace("_", " ")) if w not in subject]
     if attribute and all(w in said for w in attribute):
-        return f"gives {fact.subject} {fact.predicate} another value: {others[0]!r}"
+        return "new value for its attribute", f"gives {fact.subject} {fact.predicate} another value: {others[0]!r}"
     return None
 
 
@@ -480,7 +486,8 @@ then says when those files have changed since, and recall(paths=…) finds it.
 
 When the note replaces something recall showed you, pass its id: supersedes=["01J…"] ends exactly
 that memory at this note's time. Without it, `probable_updates` in the reply lists current memories
-this note probably updates (id and why) for you to confirm in your next call.
+this note probably updates (id, why, and the basis of the guess): confirm one with
+forget(id, superseded_by=<this note's id>).
 
 Returns the new memory's id and what happened to each fact (added, superseded, reinforced; the slot it
 was filed under, and `possibly_same_as` for close slots it was not merged with; malformed ones in

@@ -9,7 +9,7 @@ import pytest
 from chronomem.consolidate.slots import predicate_form, slot_matcher, slot_verdict, subject_form
 from chronomem.errors import InvalidInput, NotFound
 from chronomem.facts import same_subject
-from chronomem.records import differs_only_in_values, is_time_value, names_value, same_value, value_kind
+from chronomem.records import differs_only_in_values, is_time_value, names_value, same_value, value_in_place, value_kind
 from chronomem.service import MemoryService
 from chronomem.tools import as_of, history, recall, remember
 
@@ -91,7 +91,9 @@ def test_a_near_miss_is_reported_not_merged(svc: MemoryService, clock) -> None:
     assert outcome.named is None and outcome.possibly_same_as and outcome.possibly_same_as[0].startswith("gift cards feature_flag (0.")
     assert history(svc, subject="gift cards", predicate="feature_flag").entries[0].status == "current"
     assert outcome.conflicts_with == [a.facts[0].id]
-    assert [(u.id, u.reason.split(":")[0]) for u in b.probable_updates] == [(a.facts[0].id, "same thing by meaning")]
+    assert [(u.id, u.reason.split(":")[0], u.basis) for u in b.probable_updates] == [
+        (a.facts[0].id, "same thing by meaning", "same slot by meaning")
+    ]
 
 
 def test_one_attribute_under_two_names_with_values_of_one_kind_is_one_slot(svc: MemoryService, clock) -> None:
@@ -160,6 +162,17 @@ def test_a_label_and_its_value_is_a_frame_of_one_word() -> None:
     assert not differs_only_in_values("see: `a.py`", "- Format: `b.py`")
 
 
+def test_the_value_a_text_says_in_place_of_another() -> None:
+    before, after = "- Full check: `./scripts/test` (~20s, matches CI)", "- Full check: `./scripts/test` (~23s, matches CI)"
+    assert value_in_place(before, after, "~20s") == "~23s"
+    assert value_in_place(before, after, "./scripts/test") is None  # kept, not replaced
+    assert value_in_place("- Format: `uv run ruff format .`", "- Format: `UV run --frozen ruff format .`", "uv run ruff format .") == (
+        "UV run --frozen ruff format ."  # as written, without its backticks
+    )
+    assert value_in_place("payments listens on port 8080", "payments listens on port 8443", "port 8080") == "8443"
+    assert value_in_place("the owner is Ana", "the reviewer is Bo", "Ana") is None  # other words: not one text
+
+
 def test_a_probable_update_is_reported_with_its_id(svc: MemoryService, clock) -> None:
     assert differs_only_in_values("Full check: `./scripts/test` (~20s)", "Full check: `./scripts/test` (~23s)")
     assert not differs_only_in_values("the owner is Ana", "the reviewer is Ana")
@@ -172,8 +185,10 @@ def test_a_probable_update_is_reported_with_its_id(svc: MemoryService, clock) ->
     first = remember(svc, "Full check: `./scripts/test` (~20s, runs everything)", valid_from="2024-01-01")
     clock.advance(seconds=1)
     second = remember(svc, "Full check: `./scripts/test` (~23s, runs everything)", valid_from="2024-02-01")
-    assert [(u.id, u.reason) for u in second.probable_updates] == [(first.id, "the same text but for a value")]
-    assert first.id in second.message and "supersedes" in second.message
+    assert [(u.id, u.reason, u.basis) for u in second.probable_updates] == [
+        (first.id, "the same text but for a value", "same text but for a value")
+    ]
+    assert first.id in second.message and f"forget(id, superseded_by={second.id!r})" in second.message
 
 
 def test_a_note_without_facts_that_gives_a_fact_a_new_value_is_a_probable_update(svc: MemoryService, clock) -> None:
@@ -182,10 +197,12 @@ def test_a_note_without_facts_that_gives_a_fact_a_new_value_is_a_probable_update
     owner = remember(svc, "feeds is owned by Merchant Tools.", valid_from="2024-01-01", facts=fact("feeds", "owner", "Merchant Tools"))
     clock.advance(seconds=1)
     moved = remember(svc, "dispatch-jobs → port 5381.", valid_from="2024-02-01")
-    assert [u.id for u in moved.probable_updates] == [port.facts[0].id]
+    # the thing, its attribute's words and another value: what a question or a rejected idea says too, a weaker basis
+    assert [(u.id, u.basis) for u in moved.probable_updates] == [(port.facts[0].id, "new value for its attribute")]
     clock.advance(seconds=1)
     carved = remember(svc, "Moved feeds from invites-server into loyalty-jobs.", valid_from="2024-02-02")
-    assert [u.id for u in carved.probable_updates] == [host.facts[0].id]  # not the owner: a name is not a service
+    # not the owner: a name is not a service
+    assert [(u.id, u.basis) for u in carved.probable_updates] == [(host.facts[0].id, "old value named")]
     clock.advance(seconds=1)
     unrelated = remember(svc, "dispatch-jobs had a slow deploy on Tuesday.", valid_from="2024-02-03")
     assert unrelated.probable_updates == [] and owner.facts[0].id not in carved.message

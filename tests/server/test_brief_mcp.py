@@ -185,7 +185,7 @@ async def test_supersedes_and_probable_updates_over_stdio(store, tmp_path):
         async with stdio_client(store, tmp_path) as client:
             old = await call_ok(client, "remember", {"content": "Full check: `./scripts/test` (~20s)", "valid_from": "2024-01-01"})
             new = await call_ok(client, "remember", {"content": "Full check: `./scripts/test` (~23s)", "valid_from": "2024-02-01"})
-            assert [u["id"] for u in new["probable_updates"]] == [old["id"]]
+            assert [(u["id"], u["basis"]) for u in new["probable_updates"]] == [(old["id"], "same text but for a value")]
             confirmed = await call_ok(
                 client, "remember",
                 {"content": "Full check: `./scripts/test` (~23s), confirmed.", "valid_from": "2024-02-02", "supersedes": [old["id"]]},
@@ -195,3 +195,8 @@ async def test_supersedes_and_probable_updates_over_stdio(store, tmp_path):
             assert old["id"] not in [r["id"] for r in now["results"]]
             then = await call_ok(client, "as_of", {"query": "how long does the full check take", "at": "2024-01-15"})
             assert old["id"] in {r.get("revision_of") or r["id"] for r in then["results"]}
+            # the other way to confirm, as the reply says: forget the listed memory, superseded by the new note
+            later = await call_ok(client, "remember", {"content": "Full check: `./scripts/test` (~25s), confirmed.", "valid_from": "2024-03-01"})
+            assert [u["id"] for u in later["probable_updates"]] == [confirmed["id"]]
+            ended = await call_ok(client, "forget", {"id": confirmed["id"], "superseded_by": later["id"]})
+            assert ended["action"] == "invalidated" and "2024-03-01" in ended["message"]
