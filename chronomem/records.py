@@ -243,20 +243,30 @@ _TEXT_TOKEN = re.compile(r"`[^`]*`|[^\s`]+")
 _VALUE_SHAPE = re.compile(r"\d|\w[-./:@_#]\w|^[-~$/.]")
 
 
-@lru_cache(maxsize=4096)  # ranking compares a pool's texts with its best one's, query after query
-def _frame(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """A text's words that are not values (lower-cased, punctuation off) and its values (code spans, and words with
-    a digit or inner punctuation: versions, paths, identifiers, durations)."""
+_AROUND_WORD = ".,;:!?()\"'"
+
+
+def _split_frame(text: str) -> tuple[list[str], list[str]]:
+    """A text's words that are not values (punctuation off) and its values (code spans with their backticks, and
+    words with a digit or inner punctuation: versions, paths, identifiers, durations), as written."""
     words: list[str] = []
     values: list[str] = []
     for token in _TEXT_TOKEN.findall(text):
-        if CODE_SPAN.fullmatch(token) or _VALUE_SHAPE.search(token.strip(".,;:!?()\"'")):
-            values.append(token.strip(".,;:!?()\"'").lower())
+        bare = token.strip(_AROUND_WORD)
+        if CODE_SPAN.fullmatch(token) or _VALUE_SHAPE.search(bare):
+            values.append(bare)
         else:
-            word = token.strip(".,;:!?()\"'*-").lower()
+            word = token.strip(_AROUND_WORD + "*-")
             if word:
                 words.append(word)
-    return tuple(words), tuple(values)
+    return words, values
+
+
+@lru_cache(maxsize=4096)  # ranking compares a pool's texts with its best one's, query after query
+def _frame(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`_split_frame`, lower-cased."""
+    words, values = _split_frame(text)
+    return tuple(w.lower() for w in words), tuple(v.lower() for v in values)
 
 
 def differs_only_in_values(old: str, new: str) -> bool:
@@ -287,7 +297,7 @@ def value_in_place(old: str, new: str, value: str) -> str | None:
     the punctuation around a word off); None when `new` keeps `value` or says nothing in its place."""
     if not differs_only_in_values(old, new):
         return None
-    was, now = _written_values(old), _written_values(new)
+    was, now = _unquoted_values(old), _unquoted_values(new)
     if len(was) != len(now):
         return None
     for before, after in zip(was, now, strict=True):
@@ -296,15 +306,9 @@ def value_in_place(old: str, new: str, value: str) -> str | None:
     return None
 
 
-def _written_values(text: str) -> list[str]:
-    """A text's values as `_frame` reads them, as written (code spans without their backticks)."""
-    out: list[str] = []
-    for token in _TEXT_TOKEN.findall(text):
-        if CODE_SPAN.fullmatch(token):
-            out.append(token.strip("`").strip())
-        elif _VALUE_SHAPE.search(token.strip(".,;:!?()\"'")):
-            out.append(token.strip(".,;:!?()\"'"))
-    return out
+def _unquoted_values(text: str) -> list[str]:
+    """A text's values as `_frame` reads them, as written, code spans without their backticks."""
+    return [v.strip("`").strip() if CODE_SPAN.fullmatch(v) else v for v in _split_frame(text)[1]]
 
 
 # a line that is a label and its value ("- Format: `ruff format .`", "**Port**: 8080"): one word frames it

@@ -16,16 +16,18 @@ the alias `memory_id` for `id`); the CLI calls `forget` directly.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from chronomem.consolidate.apply import resolve_and_commit
+from chronomem.consolidate.pending import fact_row
 from chronomem.consolidate.restate import SlotView, pick, restatements, thing_words
 from chronomem.errors import InvalidInput
 from chronomem.facts import STRUCTURE_SOURCE
 from chronomem.project import display_name
-from chronomem.records import MemoryRecord, fact_sentence, new_id, value_in_place
+from chronomem.records import MemoryRecord, fact_sentence, value_in_place
 from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.storage import Filter, MemoryStore
@@ -66,9 +68,9 @@ def forget(
     store = svc.store
     carried: list[FactResult] = []
     if successor_id is not None:
-        successor = successor_of(store, target_id, successor_id)
-        at = at if at is not None else iso(successor.valid_at)
         current = latest_revision(store, get_or_fail(store, target_id))
+        successor = successor_of(store, current, successor_id)
+        at = at if at is not None else iso(successor.valid_at)
         if current.expired_at is None and current.invalid_at is None and parse_time(at, svc.now(), field="at") >= current.valid_at:
             # before the memory ends: each carried fact supersedes its old value (history links the two)
             carried = carry_facts(svc, current, successor)
@@ -139,12 +141,12 @@ def forget(
     )
 
 
-def successor_of(store: MemoryStore, target_id: str, successor_id: str) -> MemoryRecord:
-    """The live memory `superseded_by` names, checked: it exists, is another memory of the same project, and
-    became valid no earlier than the one it replaces."""
+def successor_of(store: MemoryStore, target: MemoryRecord, successor_id: str) -> MemoryRecord:
+    """The memory `superseded_by` names (its latest revision), checked: it exists, is another memory of `target`'s
+    project, and became valid no earlier than `target`."""
+    target_id = target.revision_of or target.id
     if successor_id == target_id:
         raise InvalidInput("superseded_by names the memory being forgotten; name the memory that replaces it")
-    target = latest_revision(store, get_or_fail(store, target_id))
     successor = latest_revision(store, get_or_fail(store, successor_id))
     if successor.project != target.project:
         raise InvalidInput(
@@ -191,14 +193,15 @@ def carry_facts(svc: MemoryService, target: MemoryRecord, successor: MemoryRecor
     vectors = svc.embedder.embed(sentences)
     with svc.writing():
         now = svc.now()
-        records = [
-            MemoryRecord(
-                id=new_id(now), kind="fact", project=successor.project, content=sentence, subject=fact.subject,
-                predicate=fact.predicate, object=value, valid_at=successor.valid_at, created_at=now, vector=vector,
-                embed_model=svc.embedder.name, source=STRUCTURE_SOURCE, source_ids=[successor.id],
-                tags=list(fact.tags), paths=list(successor.paths), commit=successor.commit,
+        records = [  # shaped like the consolidator's structure facts; the old fact's tags keep its kind (an event)
+            replace(
+                fact_row(
+                    successor, fact.subject or "", fact.predicate or "", value, valid_at=successor.valid_at, now=now,
+                    vector=vector, embed_model=svc.embedder.name, source=STRUCTURE_SOURCE,
+                ),
+                tags=list(fact.tags),
             )
-            for (fact, value), sentence, vector in zip(found, sentences, vectors, strict=True)
+            for (fact, value), vector in zip(found, vectors, strict=True)
         ]
         outcomes = resolve_and_commit(store, records, now)
     return [
