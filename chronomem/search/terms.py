@@ -134,16 +134,25 @@ CALENDAR_WORDS = frozenset(
 )
 
 
+#: What joins a name's parts: `pydantic-ai`, `pydantic_ai`, `Pydantic AI` are the project `pydanticai`.
+_NAME_JOINERS = frozenset("-_ ")
+
+
 def without_name(text: str, name: str) -> str:
     """`text` without the words naming `name` (whole words, case-insensitive, `'s` included).
 
     A search scoped to one project gains nothing from the project's name in the query — every
     memory searched belongs to it — while the lexical and dense channels would favour the
     memories that happen to spell it out. Text that is nothing but the name is kept as it is.
+    The name counts however its parts are joined (project `pydanticai` is named by "pydantic-ai",
+    "pydantic_ai" and "Pydantic AI"), and not where it is part of an identifier, a path or an
+    address (`Effect.interrupt`, `effect/src`, `copperfield-api` name other things than project `effect`).
     """
-    if not name:
+    parts = [c for c in name if c not in _NAME_JOINERS]
+    if not parts:
         return text
-    pattern = re.compile(r"(?<![\w-])" + re.escape(name) + r"(?:'s)?(?![\w-])", re.IGNORECASE)
+    spelled = "[-_ ]?".join(re.escape(c) for c in parts)
+    pattern = re.compile(r"(?<![\w./:@-])" + spelled + r"(?:'s)?(?![\w-]|[./:@]\w)", re.IGNORECASE)
     if not pattern.search(text):
         return text
     out = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(pattern.sub(" ", text).split()))

@@ -135,3 +135,25 @@ def test_without_name_drops_the_project_name_and_nothing_else() -> None:
     assert without_name("What port is copperfield-api on?", "copperfield") == "What port is copperfield-api on?"
     assert without_name("Copperfield?", "copperfield") == "Copperfield?"  # nothing else to search for
     assert without_name("lint command", "") == "lint command"
+
+
+def test_without_name_reads_the_name_however_its_parts_are_joined() -> None:
+    from chronomem.search.terms import without_name
+
+    # a repository's name beside its project slug: agentfiles_validation's pydanticai-q003 asked "in pydantic-ai"
+    assert without_name("How is pyright run in pydantic-ai?", "pydanticai") == "How is pyright run in?"
+    assert without_name("What does Pydantic AI pin?", "pydanticai") == "What does pin?"
+    assert without_name("Where is pydantic_ai's test config?", "pydantic-ai") == "Where is test config?"
+    assert without_name("What does pydantic-ai-slim export?", "pydanticai") == "What does pydantic-ai-slim export?"
+
+
+def test_without_name_leaves_identifiers_paths_and_addresses_that_hold_the_name() -> None:
+    from chronomem.search.terms import without_name
+
+    # agentfiles_validation's effect-q009: dropping "Effect" from `Effect.interrupt` left ".interrupt", which the
+    # names gate then read as a name the store never mentions, and recall abstained
+    question = "How should I yield Effect.interrupt or other terminal effects?"
+    assert without_name(question, "effect") == question
+    assert without_name("What is in effect/src now?", "effect") == "What is in effect/src now?"
+    assert without_name("Is https://effect.website up?", "effect") == "Is https://effect.website up?"
+    assert without_name("Which lint command does Effect use.", "effect") == "Which lint command does use."
