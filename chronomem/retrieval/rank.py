@@ -53,7 +53,7 @@ from chronomem.retrieval.context import context_bonus
 from chronomem.retrieval.values import value_kinds
 from chronomem.search.candidates import Candidate, cosine
 from chronomem.search.english import coined_word, common_word
-from chronomem.search.terms import STOP_WORDS, iter_terms, mentioned, named_things, terms
+from chronomem.search.terms import STOP_WORDS, holds_name, iter_terms, mentioned, named_things, terms
 
 
 @dataclass(frozen=True)
@@ -287,7 +287,7 @@ def distinctive(names: set[str], pool: list[Candidate], config: RankConfig) -> s
     project itself) says nothing about which memory is meant."""
     limit = most_distinctive(len(pool), config)
     texts = [c.record.content.lower() for c in pool]
-    return {n for n in names if sum(n in t for t in texts) <= limit}
+    return {n for n in names if sum(holds_name(t, n) for t in texts) <= limit}
 
 
 def most_distinctive(pool_size: int, config: RankConfig) -> int:
@@ -409,7 +409,7 @@ def _fuse(
             score += config.lexical_weight * max(c.lexical, 0.0) / best_lexical
         if wanted:
             text = c.record.content.lower()
-            named = sum(1 for e in wanted if e in text)
+            named = sum(1 for e in wanted if holds_name(text, e))
             if named:
                 channels.append("entity")
                 score += config.entity_weight * named / len(wanted)
@@ -453,7 +453,7 @@ def _newer_wins(
         return items
     top = items[0].candidate
     top_vector = top.record.vector
-    top_names = {e for e in wanted if e in top.record.content.lower()}
+    top_names = {e for e in wanted if holds_name(top.record.content.lower(), e)}
     told = _told_of(top, wanted, weights or {}) if intent == "history" else {}
     size = config.history_group_size if intent == "history" else config.group_size
     top_cover = coverage(asked, top)
@@ -490,7 +490,7 @@ def _newer_wins(
         renamed = top_slot is not None and slot is not None and slot != top_slot
         if renamed and not alike_to_query(fact_of[top.record.id], fact_of[c.record.id], config):
             continue  # the consolidator told these apart (different slots), and so does the question
-        names = {e for e in wanted if e in c.record.content.lower()}
+        names = {e for e in wanted if holds_name(c.record.content.lower(), e)}
         if top_names - names:
             continue  # the best match names what was asked and this one does not, or only part of it
         if renamed or in_chain:

@@ -257,11 +257,31 @@ def _word_or_its_s_form(word: str) -> str:
     return re.escape(stem) + "s?"
 
 
+#: What goes on after the end of an identifier within a longer one: a letter, a digit, `_`, or `-` and one of those.
+_LONGER_NAME = re.compile(r"\w|-\w")
+
+
+def holds_name(text: str, name: str) -> bool:
+    """Whether lower-cased `text` holds the lower-cased `name`. A word is found inside longer ones as before
+    (`payments` in "payments-svc"); a name with a digit or a separator is found only where it ends: a longer
+    identifier that begins with it names another thing (`kt_db_max_conns_v2` is not `kt_db_max_conns`,
+    `contracts::bad_cursor-v2` not `contracts::bad_cursor`), while a path below a folder still counts
+    (`src/auth/login.py` holds `src/auth`)."""
+    if name.isalpha():
+        return name in text
+    start = text.find(name)
+    while start >= 0:
+        if not _LONGER_NAME.match(text, start + len(name)):
+            return True
+        start = text.find(name, start + 1)
+    return False
+
+
 def mentioned(name: str, text: str, identifier: bool | None = True) -> bool:
-    """Whether lower-cased `text` mentions the lower-cased name: verbatim, a hyphenated name of words with its
-    words apart or with a word's `-s` form (`ice-cream` in "ice cream", `test-only` in "tests-only"), or a plain
-    word's `-s` form by its stem (`Johns` → john)."""
-    if name in text:
+    """Whether lower-cased `text` mentions the lower-cased name: verbatim (`holds_name`), a hyphenated name of
+    words with its words apart or with a word's `-s` form (`ice-cream` in "ice cream", `test-only` in
+    "tests-only"), or a plain word's `-s` form by its stem (`Johns` → john)."""
+    if holds_name(text, name):
         return True
     parts = name.split("-")
     if len(parts) > 1 and all(p.isalpha() for p in parts):

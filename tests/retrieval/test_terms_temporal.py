@@ -157,3 +157,16 @@ def test_without_name_leaves_identifiers_paths_and_addresses_that_hold_the_name(
     assert without_name("What is in effect/src now?", "effect") == "What is in effect/src now?"
     assert without_name("Is https://effect.website up?", "effect") == "Is https://effect.website up?"
     assert without_name("Which lint command does Effect use.", "effect") == "Which lint command does use."
+
+
+def test_a_longer_identifier_is_another_name() -> None:
+    from chronomem.search.terms import holds_name, mentioned
+
+    # devmem_validation's identifier questions: "someone pasted contracts::BAD_CURSOR-v2 in chat from a different
+    # service" led the question about `contracts::BAD_CURSOR` by the name it does not hold
+    assert not holds_name("someone pasted contracts::bad_cursor-v2 in chat", "contracts::bad_cursor")
+    assert not mentioned("kt_db_max_conns", "we never read kt_db_max_conns_v2")
+    assert holds_name("kt_db_max_conns_v2 is not ours; kt_db_max_conns is.", "kt_db_max_conns")
+    assert holds_name("bug: contracts::bad_cursor in contracts", "contracts::bad_cursor")
+    assert holds_name("the login form is in src/auth/login.py", "src/auth")  # a path below the folder
+    assert holds_name("payments-svc restarted", "payments")  # a word within a longer name, as before
