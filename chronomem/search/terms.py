@@ -146,7 +146,8 @@ def without_name(text: str, name: str) -> str:
     memories that happen to spell it out. Text that is nothing but the name is kept as it is.
     The name counts however its parts are joined (project `pydanticai` is named by "pydantic-ai",
     "pydantic_ai" and "Pydantic AI"), and not where it is part of an identifier, a path or an
-    address (`Effect.interrupt`, `effect/src`, `copperfield-api` name other things than project `effect`).
+    address: `Effect.interrupt` and `effect/src` keep project `effect`'s name, `copperfield-api` project
+    `copperfield`'s.
     """
     parts = [c for c in name if c not in _NAME_JOINERS]
     if not parts:
