@@ -142,20 +142,20 @@ def forget(
 
 
 def successor_of(store: MemoryStore, target: MemoryRecord, successor_id: str) -> MemoryRecord:
-    """The memory `superseded_by` names (its latest revision), checked: it exists, is another memory of `target`'s
-    project, and became valid no earlier than `target`."""
-    target_id = target.revision_of or target.id
-    if successor_id == target_id:
-        raise InvalidInput("superseded_by names the memory being forgotten; name the memory that replaces it")
+    """The memory `superseded_by` names (its latest revision), checked: it exists, is another memory than `target`
+    (the latest revision of the memory being forgotten) under any of its ids, is of `target`'s project, and became
+    valid no earlier than `target`."""
     successor = latest_revision(store, get_or_fail(store, successor_id))
+    if successor.id == target.id:
+        raise InvalidInput("superseded_by names the memory being forgotten; name the memory that replaces it")
     if successor.project != target.project:
         raise InvalidInput(
             f"superseded_by: {successor_id} belongs to project {successor.project}, not {target.project}"
         )
     if successor.valid_at < target.valid_at:
         raise InvalidInput(
-            f"superseded_by: {successor_id} became valid at {iso(successor.valid_at)}, before {target_id} "
-            f"({iso(target.valid_at)}); a memory is replaced by a later one"
+            f"superseded_by: {successor_id} became valid at {iso(successor.valid_at)}, before the memory being "
+            f"forgotten ({iso(target.valid_at)}); a memory is replaced by a later one"
         )
     return successor
 

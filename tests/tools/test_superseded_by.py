@@ -11,6 +11,7 @@ import pytest
 
 from chronomem.errors import InvalidInput
 from chronomem.service import MemoryService
+from chronomem.storage import Filter
 from chronomem.tools import as_of, forget, history, recall, remember
 
 FORMAT = {"subject": "mcppy", "predicate": "format command", "object": "uv run ruff format ."}
@@ -90,3 +91,13 @@ def test_bad_successors_are_clear_errors(svc: MemoryService, clock) -> None:
     with pytest.raises(InvalidInput, match="retract"):
         forget(svc, old.id, retract=True, superseded_by=earlier.id)
     assert recall(svc, "payments port").results  # nothing ended by a refused call
+
+
+def test_a_memory_named_by_its_revision_is_not_its_own_successor(svc: MemoryService, clock) -> None:
+    old = remember(svc, "payments listens on port 8080", valid_from="2024-02-01")
+    forget(svc, old.id, at="2024-05-01")  # ends it: its latest revision is a row of its own id
+    [revision] = [r for r in svc.store.find(Filter().revision_of([old.id])) if r.expired_at is None]
+    with pytest.raises(InvalidInput, match="being forgotten"):
+        forget(svc, old.id, superseded_by=revision.id)
+    with pytest.raises(InvalidInput, match="being forgotten"):
+        forget(svc, revision.id, superseded_by=old.id)
