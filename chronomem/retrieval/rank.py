@@ -453,7 +453,8 @@ def _newer_wins(
         return items
     top = items[0].candidate
     top_vector = top.record.vector
-    top_names = {e for e in wanted if holds_name(top.record.content.lower(), e)}
+    top_text = top.record.content.lower()
+    top_names = {e for e in wanted if holds_name(top_text, e)}
     told = _told_of(top, wanted, weights or {}) if intent == "history" else {}
     size = config.history_group_size if intent == "history" else config.group_size
     top_cover = coverage(asked, top)
@@ -490,7 +491,8 @@ def _newer_wins(
         renamed = top_slot is not None and slot is not None and slot != top_slot
         if renamed and not alike_to_query(fact_of[top.record.id], fact_of[c.record.id], config):
             continue  # the consolidator told these apart (different slots), and so does the question
-        names = {e for e in wanted if holds_name(c.record.content.lower(), e)}
+        content = c.record.content.lower()
+        names = {e for e in wanted if holds_name(content, e)}
         if top_names - names:
             continue  # the best match names what was asked and this one does not, or only part of it
         if renamed or in_chain:
