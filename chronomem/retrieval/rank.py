@@ -143,6 +143,8 @@ class RankConfig:
 DEFAULT_CONFIG = RankConfig()
 #: `Ranking.reason` when the searched slice holds nothing at all (so no query could find anything there).
 NOTHING_IN_SLICE = "nothing in the slice"
+#: How `Ranking.reason` begins when the names gate abstained: names of the query no memory of the slice mentions.
+NEVER_MENTIONED = "never mentioned: "
 
 
 @dataclass
@@ -238,7 +240,7 @@ def rank(query: QueryInfo, pool: list[Candidate], config: RankConfig = DEFAULT_C
         return Ranking([], True, NOTHING_IN_SLICE)
     if config.abstain:
         if query.missing_entities:
-            return Ranking([], True, "never mentioned: " + ", ".join(query.missing_entities))
+            return Ranking([], True, NEVER_MENTIONED + ", ".join(query.missing_entities))
         best_dense = max((c.dense for c in pool if c.dense is not None), default=0.0)
         lexical_hits = [c for c in pool if c.lexical_rank is not None]
         if best_dense < config.dense_floor and not lexical_hits:

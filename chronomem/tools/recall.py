@@ -37,7 +37,7 @@ from chronomem.project import GLOBAL
 from chronomem.records import MemoryRecord
 from chronomem.retrieval.fusion import estimate_tokens
 from chronomem.retrieval.pipeline import Hit, SearchOutcome, demote_stale, hybrid_search, within_budget
-from chronomem.retrieval.rank import DEFAULT_CONFIG, NOTHING_IN_SLICE, QueryInfo
+from chronomem.retrieval.rank import DEFAULT_CONFIG, NEVER_MENTIONED, NOTHING_IN_SLICE, QueryInfo
 from chronomem.retrieval.temporal import TimeReading, read_time
 from chronomem.search.engine import Search
 from chronomem.search.terms import without_name
@@ -173,9 +173,16 @@ def _search(
     known_at: datetime,
     period: tuple[datetime, datetime] | None,
     preface: str,
+    ended_too: bool = False,
 ) -> tuple[SearchOutcome, RecallResult]:
-    """One search of the slice live at (`at`, `known_at`) and the answer it makes."""
-    if ask.reading.intent == "history":  # "how has X changed": every value it had by `at`, ended ones too
+    """One search of the slice live at (`at`, `known_at`) and the answer it makes.
+
+    When the names gate finds a name of the query in no live memory, the memories that had ended by `at` are
+    searched too (`ended_too`) before abstaining: a name that only ended memories mention was mentioned, and
+    the answer is those memories, each showing when it ended, not "never mentioned".
+    """
+    widened = ended_too or ask.reading.intent == "history"
+    if widened:  # every value it had by `at`, ended ones too
         flt = Filter().known(known_at).began_by(at)
     else:
         flt = Filter().live(at, known_at)
@@ -194,6 +201,12 @@ def _search(
         Search(svc.store, flt), info, vector, ask.count, room, cost=cost,
         adjust=anchors.demote if anchors is not None else None, slot_vectors=slot_matcher(svc).embed_phrases,
     )
+    if outcome.abstained and outcome.reason.startswith(NEVER_MENTIONED) and not widened:
+        names = outcome.reason.removeprefix(NEVER_MENTIONED)
+        note = f"Only memories that had ended by {iso(at)} mention {names}; each shows when it ended. "
+        ended = _search(svc, ask, at, known_at, period, preface + note, ended_too=True)
+        if not ended[0].abstained:
+            return ended
     base = dict(query=ask.text, projects=ask.projects, at=iso(at) or "", known_at=iso(known_at) or "")
     nothing = f"Nothing relevant is stored {subject} in {where}"
     nothing += f" ({outcome.reason})." if outcome.reason else "."
@@ -468,7 +481,9 @@ recall(paths=["src/auth/*.py"]) returns what is known about them.
 Returns live facts and verbatim memories, best first, each with id, kind, text, valid/recorded
 times, provenance, score and the channels that matched. When nothing relevant is stored it says
 so and returns no results (abstained=true): do not guess then. Superseded values are not
-returned; use `as_of` or `history` for the past. A result whose files changed since it was
+returned (use `as_of` or `history` for the past), except when a name you ask about is mentioned
+only by memories that have ended: then those come back, each with its invalid_at, and the message
+says so. A result whose files changed since it was
 written carries `stale` (which files) and is ranked lower: check it against the code.
 It changes no memory's content or validity; being returned raises a memory's rank a little later."""
 
