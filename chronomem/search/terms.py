@@ -281,12 +281,13 @@ def holds_name(text: str, name: str) -> bool:
 def mentioned(name: str, text: str, identifier: bool | None = True) -> bool:
     """Whether lower-cased `text` mentions the lower-cased name: verbatim (`holds_name`), a hyphenated name of
     words with its words apart or with a word's `-s` form (`ice-cream` in "ice cream", `test-only` in
-    "tests-only"), or a plain word's `-s` form by its stem (`Johns` → john)."""
+    "tests-only") but not where more of a longer name follows (`billing-worker-v2`, as `holds_name` reads it),
+    or a plain word's `-s` form by its stem (`Johns` → john)."""
     if holds_name(text, name):
         return True
     parts = name.split("-")
     if len(parts) > 1 and all(p.isalpha() for p in parts):
-        if re.search(r"\b" + r"[\s_-]+".join(_word_or_its_s_form(p) for p in parts) + r"\b", text):
+        if re.search(r"\b" + r"[\s_-]+".join(_word_or_its_s_form(p) for p in parts) + r"\b(?!-\w)", text):
             return True
     if not identifier and name.endswith("s") and len(name) > 4:
         return re.search(r"\b" + re.escape(name[:-1]) + r"\b", text) is not None

@@ -52,6 +52,10 @@ def test_mentioned_allows_spelling_that_names_the_same_thing() -> None:
     assert mentioned("johns", "john said so", identifier=False)
     assert not mentioned("johns", "john said so", identifier=True)  # an identifier is spelled one way
     assert not mentioned("stripe", "strip the prefix", identifier=False)
+    # a longer hyphenated name is another name, however the shorter one's words are joined
+    assert not mentioned("billing-worker", "billing-worker-v2 drains the queue")
+    assert not mentioned("billing-worker", "billing worker-v2 drains the queue")
+    assert mentioned("billing-worker", "the billing-worker. then the queue") and mentioned("billing-worker", "billing workers, v2")
 
 
 @pytest.mark.parametrize(
