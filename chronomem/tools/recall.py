@@ -173,40 +173,40 @@ def _search(
     known_at: datetime,
     period: tuple[datetime, datetime] | None,
     preface: str,
-    ended_too: bool = False,
 ) -> tuple[SearchOutcome, RecallResult]:
     """One search of the slice live at (`at`, `known_at`) and the answer it makes.
 
     When the names gate finds a name of the query in no live memory, the memories that had ended by `at` are
-    searched too (`ended_too`) before abstaining: a name that only ended memories mention was mentioned, and
-    the answer is those memories, each showing when it ended, not "never mentioned".
+    searched too, with the same query vector, before abstaining: a name that only ended memories mention was
+    mentioned, and the answer is those memories, each showing when it ended, not "never mentioned".
     """
-    widened = ended_too or ask.reading.intent == "history"
-    if widened:  # every value it had by `at`, ended ones too
-        flt = Filter().known(known_at).began_by(at)
-    else:
-        flt = Filter().live(at, known_at)
-    if ask.projects is not None:
-        flt = flt.projects(ask.projects)
-    if ask.kinds != KINDS:
-        flt = flt.kinds(ask.kinds)
     info = _query_info(svc, ask.reading.text, ask.reading.intent, ask.projects, period)
     vector = svc.embed_one(info.text)
     where = "all projects" if ask.projects is None else ", ".join(ask.projects)
     subject = f"for {_shown(ask.text)}"
     anchors = Anchors(svc, ask.project) if ask.check_anchors else None
     item = _item_maker(anchors, scored=True)
-    room, cost = _budget(ask.budget, ask.count, subject, where, item, preface)
-    outcome = hybrid_search(
-        Search(svc.store, flt), info, vector, ask.count, room, cost=cost,
-        adjust=anchors.demote if anchors is not None else None, slot_vectors=slot_matcher(svc).embed_phrases,
-    )
+
+    def run(ended_too: bool, preface: str) -> SearchOutcome:
+        flt = Filter().known(known_at).began_by(at) if ended_too else Filter().live(at, known_at)
+        if ask.projects is not None:
+            flt = flt.projects(ask.projects)
+        if ask.kinds != KINDS:
+            flt = flt.kinds(ask.kinds)
+        room, cost = _budget(ask.budget, ask.count, subject, where, item, preface)
+        return hybrid_search(  # a copy of `info`: the search notes on it the names it found missing
+            Search(svc.store, flt), replace(info), vector, ask.count, room, cost=cost,
+            adjust=anchors.demote if anchors is not None else None, slot_vectors=slot_matcher(svc).embed_phrases,
+        )
+
+    widened = ask.reading.intent == "history"  # every value it had by `at`, ended ones too
+    outcome = run(widened, preface)
     if outcome.abstained and outcome.reason.startswith(NEVER_MENTIONED) and not widened:
         names = outcome.reason.removeprefix(NEVER_MENTIONED)
         note = f"Only memories that had ended by {iso(at)} mention {names}; each shows when it ended. "
-        ended = _search(svc, ask, at, known_at, period, preface + note, ended_too=True)
-        if not ended[0].abstained:
-            return ended
+        ended = run(True, preface + note)
+        if not ended.abstained:
+            outcome, preface = ended, preface + note
     base = dict(query=ask.text, projects=ask.projects, at=iso(at) or "", known_at=iso(known_at) or "")
     nothing = f"Nothing relevant is stored {subject} in {where}"
     nothing += f" ({outcome.reason})." if outcome.reason else "."
