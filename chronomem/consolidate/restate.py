@@ -14,6 +14,10 @@ stays current in its slot and outranks the note. A sentence restates a slot when
   a host, an identifier, a person or team) other than the slot's value. Free text and plain words have no shape
   to tell a value by, so slots holding them are never restated.
 
+A note that says the words of the note stating the slot's value around another value (`records.value_in_place`:
+"- Tool: `uv run --frozen pyright`" after "- Tool: `uv run pyright`", a line of an agent file edited in place)
+restates it too: the words around the value are how that note named the thing, whatever they are.
+
 Of the slots a note restates, one whose current value the note also names wins ("from A to B"); otherwise there
 must be only one. Nothing here reads the store: `stage_rules` finds the candidate slots and writes the fact.
 """
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 
 from chronomem.consolidate.extract_rules import split_sentences, statement_body
 from chronomem.facts import phrase_words, subject_form
-from chronomem.records import same_value, value_kind, values_of_kind
+from chronomem.records import same_value, value_in_place, value_kind, values_of_kind
 from chronomem.search.terms import STOP_WORDS
 
 #: Value kinds with no shape: a slot holding one is never restated from prose.
@@ -47,6 +51,16 @@ class SlotView:
     key: tuple[str, str]
     value: str
     words: tuple[str, ...]
+    stated_in: str = ""  # the text of the note that stated the value
+
+
+@dataclass(frozen=True)
+class SlotClue:
+    """What ties a fact-less note to a slot before its value is read: the slot's thing's words (`thing_words`) and
+    the text of the note that stated its value."""
+
+    words: tuple[str, ...]
+    stated_in: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,11 +145,20 @@ def restated_value(
 
 
 def restatements(note: str, slots: Sequence[SlotView], project: str) -> list[Restatement]:
-    """Every (slot, new value) a note's sentences give."""
+    """Every (slot, new value) a note gives: in place of the value in the words of the note that stated it
+    (`value_in_place`), else in a sentence that names the slot's thing."""
     out: list[Restatement] = []
+    in_place: dict[tuple[str, str], str] = {}
+    for slot in slots:
+        value = value_in_place(slot.stated_in, note, slot.value) if slot.stated_in else None
+        if value is not None:  # the place gives the value its shape: free text too ("- Tool: `uv run pyright`")
+            in_place[slot.key] = value
+            out.append(Restatement(slot.key, value, False))
     sentences = split_sentences(note)
     for i, sentence in enumerate(sentences):
         for slot in slots:
+            if slot.key in in_place:
+                continue
             found = restated_value(sentence, slot, project, sentences[i - 1] if i else "")
             if found is not None:
                 out.append(Restatement(slot.key, found[0], found[1]))

@@ -27,7 +27,7 @@ from chronomem.consolidate.restate import SlotView, pick, restatements, thing_wo
 from chronomem.errors import InvalidInput
 from chronomem.facts import STRUCTURE_SOURCE
 from chronomem.project import display_name
-from chronomem.records import MemoryRecord, fact_sentence, value_in_place
+from chronomem.records import MemoryRecord, fact_sentence
 from chronomem.safety.secrets import SecretGuard, describe
 from chronomem.service import MemoryService
 from chronomem.storage import Filter, MemoryStore
@@ -184,7 +184,7 @@ def carry_facts(svc: MemoryService, target: MemoryRecord, successor: MemoryRecor
             continue
         if fact.source_ids and fact.source_ids[0] == successor.id:
             continue
-        value = value_in_place(old_text, successor.content, fact.object) or _restated(fact, old_text, successor)
+        value = _restated(fact, old_text, successor)
         if value is not None:
             found.append((fact, value))
     if not found:
@@ -212,12 +212,13 @@ def carry_facts(svc: MemoryService, target: MemoryRecord, successor: MemoryRecor
 
 
 def _restated(fact: MemoryRecord, stated_in: str, successor: MemoryRecord) -> str | None:
-    """The one new value of the fact's kind that `successor` gives its thing (`restate`: "dispatch-jobs → port
-    5381" for the port 5589 of "dispatch-jobs listens on 5589"); the consolidator makes the same reading of a note
+    """The one new value `successor` gives the fact (`restate`: in place of the value in the words of the note that
+    stated it, `stated_in`; or of the fact's kind, naming its thing: "dispatch-jobs → port 5381" for the port 5589
+    of "dispatch-jobs listens on 5589"); the consolidator makes the same reading of a note
     without facts, but only while the slot is still current, which ending `fact` first would prevent."""
     project = display_name(fact.project)
     words = tuple(thing_words(fact.subject or "", fact.predicate or "", project, stated_in))
-    view = SlotView((fact.subject or "", fact.predicate or ""), fact.object or "", words)
+    view = SlotView((fact.subject or "", fact.predicate or ""), fact.object or "", words, stated_in)
     chosen = pick(restatements(successor.content, [view], project))
     return chosen.value if chosen is not None else None
 

@@ -21,7 +21,7 @@ PROJECT = "ashcombe"
 
 
 def slot(subject: str, predicate: str, value: str, stated_in: str = "") -> SlotView:
-    return SlotView((subject, predicate), value, tuple(thing_words(subject, predicate, PROJECT, stated_in)))
+    return SlotView((subject, predicate), value, tuple(thing_words(subject, predicate, PROJECT, stated_in)), stated_in)
 
 
 def test_a_new_value_of_the_slots_kind_about_its_thing_is_a_restatement() -> None:
@@ -67,6 +67,19 @@ def test_free_text_and_plain_words_are_never_restated() -> None:
     steps = slot("proj", "deploy steps", "run the playbook by hand")
     assert restated_value("The deploy steps are now run make release.", steps, "proj") is None
     assert restated_value("The queue engine is now nats.", slot("queue", "engine", "kafka"), "proj") is None
+
+
+def test_the_stating_notes_words_around_another_value_restate_any_kind_of_value() -> None:
+    # A line of an agent file edited in place: its words never name the slot ("typecheck command"), and a command
+    # is free text, but the value stands where the old one stood in the very words that stated it.
+    tool = slot(PROJECT, "typecheck command", "uv run pyright", "- Tool: `uv run pyright`")
+    assert restatements("- Tool: `uv run --frozen pyright`", [tool], PROJECT) == [
+        Restatement((PROJECT, "typecheck command"), "uv run --frozen pyright", False)
+    ]
+    assert restatements("- Check: `uv run --frozen ruff check .`", [tool], PROJECT) == [], "another label"
+    assert restatements("- Tool: `uv run pyright`", [tool], PROJECT) == [], "the same value"
+    assert restatements("- Tool: `uv run --frozen pyright`", [slot(PROJECT, "typecheck command", "uv run pyright")],
+                        PROJECT) == [], "without the stating note, free text is never restated"
 
 
 def test_a_slot_of_the_project_itself_is_named_by_its_predicate() -> None:
@@ -132,3 +145,21 @@ def test_only_a_slot_someone_stated_is_restated(svc: MemoryService, clock) -> No
     Consolidator(svc, llm=None).run_to_completion()
     chain = history(svc, subject="numpy", predicate="version")
     assert [(e.object, e.source, e.status) for e in chain.entries] == [("1.26.4", "rules", "current")]
+
+
+def test_a_line_edited_in_place_carries_the_agents_slot_to_its_new_value(svc: MemoryService, clock) -> None:
+    note(svc, clock, "- Tool: `uv run pyright`", "2024-01-10", project="mcppy",
+         facts=[{"subject": "mcppy", "predicate": "typecheck command", "object": "uv run pyright"}])
+    note(svc, clock, "- Format: `uv run ruff format .`", "2024-01-10", project="mcppy",
+         facts=[{"subject": "mcppy", "predicate": "format command", "object": "uv run ruff format ."}])
+    note(svc, clock, "- Tool: `uv run --frozen pyright`", "2024-05-01", project="mcppy")
+    clock.advance(minutes=1)
+    Consolidator(svc, llm=None).run_to_completion()
+
+    chain = history(svc, subject="mcppy", predicate="typecheck command", project="mcppy")
+    assert [(e.object, e.status) for e in chain.entries] == [
+        ("uv run pyright", "ended"), ("uv run --frozen pyright", "current")
+    ]
+    assert chain.entries[1].source == "structure"
+    untouched = history(svc, subject="mcppy", predicate="format command", project="mcppy")
+    assert [(e.object, e.status) for e in untouched.entries] == [("uv run ruff format .", "current")]
