@@ -262,10 +262,10 @@ class RulesStage:
 
     def _restating_candidates(self, store: MemoryStore, chunks: list[MemoryRecord]) -> dict[str, dict[tuple[str, str], SlotClue]]:
         """For each chunk the rules read nothing in: the live state slots near it that it reads like and whose thing
-        it names, or whose stating note's words it says around another value (`restate`), each with its clue. Only slots whose value someone stated (the agent, an
-        import, a restatement): their names are the caller's own, while the rules already read their own patterns'
-        changes (on text alone, restating the rules' slots moved the generated splits by ±1 answer and cost
-        macro hit@1: dev 0.696 → 0.688, devmem_validation 0.623 → 0.619).
+        it names, or whose stating note's words it says around another value (`restate`), each with its clue. Only
+        slots whose value someone stated (the agent, an import, a restatement): their names are the caller's own,
+        while the rules already read their own patterns' changes (on text alone, restating the rules' slots moved
+        the generated splits by ±1 answer and cost macro hit@1: dev 0.696 → 0.688, devmem_validation 0.623 → 0.619).
 
         Searched before the write lock; `_restate` reads the slots' values again under it, so a value an earlier
         chunk of the batch gave is the one replaced."""
@@ -308,7 +308,8 @@ class RulesStage:
                 words = thing_words(key[0], key[1], own, stated_in)
                 # a value of free text has no shape to find in prose, only its place in the stating note's words
                 shapeless = value_kind(fact.object or "") in SHAPELESS_KINDS
-                if differs_only_in_values(stated_in, chunk.content) or (not shapeless and mentions_slot(chunk.content, words)):
+                in_place = differs_only_in_values(stated_in, chunk.content)
+                if in_place or (not shapeless and mentions_slot(chunk.content, words)):
                     out.setdefault(chunk.id, {})[key] = SlotClue(tuple(words), stated_in)
         return out
 

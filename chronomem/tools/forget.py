@@ -214,8 +214,8 @@ def carry_facts(svc: MemoryService, target: MemoryRecord, successor: MemoryRecor
 def _restated(fact: MemoryRecord, stated_in: str, successor: MemoryRecord) -> str | None:
     """The one new value `successor` gives the fact (`restate`: in place of the value in the words of the note that
     stated it, `stated_in`; or of the fact's kind, naming its thing: "dispatch-jobs → port 5381" for the port 5589
-    of "dispatch-jobs listens on 5589"); the consolidator makes the same reading of a note
-    without facts, but only while the slot is still current, which ending `fact` first would prevent."""
+    of "dispatch-jobs listens on 5589"); the consolidator makes the same reading of a note without facts, but only
+    while the slot is still current, which ending `fact` first would prevent."""
     project = display_name(fact.project)
     words = tuple(thing_words(fact.subject or "", fact.predicate or "", project, stated_in))
     view = SlotView((fact.subject or "", fact.predicate or ""), fact.object or "", words, stated_in)
