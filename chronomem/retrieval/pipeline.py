@@ -123,7 +123,7 @@ def ranked_hits(
         unmatched = sorted(missing_from(names, pool), key=lambda n: names[n] is None)  # common words last
         if unmatched:
             absent = searcher.absent(unmatched[:MAX_ENTITY_CHECKS], names)
-            query.missing_entities = tuple(never_mentioned(names, absent))
+            query = replace(query, missing_entities=tuple(never_mentioned(names, absent)))  # the caller's stays as is
     ranking = rank(query, pool, config)
     if ranking.abstained:
         return [], ranking.reason

@@ -194,8 +194,8 @@ def _search(
         if ask.kinds != KINDS:
             flt = flt.kinds(ask.kinds)
         room, cost = _budget(ask.budget, ask.count, subject, where, item, preface)
-        return hybrid_search(  # a copy of `info`: the search notes on it the names it found missing
-            Search(svc.store, flt), replace(info), vector, ask.count, room, cost=cost,
+        return hybrid_search(
+            Search(svc.store, flt), info, vector, ask.count, room, cost=cost,
             adjust=anchors.demote if anchors is not None else None, slot_vectors=slot_matcher(svc).embed_phrases,
         )
 
