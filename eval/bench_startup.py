@@ -1,4 +1,5 @@
-"""Cold start: spawn `chronomem serve` (stdio) → `initialize` answered, and → first `recall` answered.
+"""Cold start: spawn `chronomem serve` (stdio) → `initialize` answered, → first `recall` answered, and → the
+first `remember` after it answered (a server's first write opens LanceDB, which its reads need not).
 
 Speaks raw JSON-RPC over the child's pipes so nothing but the server is timed. Beside the wall times it reports
 the CPU seconds the server had used when its first recall was answered (Linux: /proc), a figure other load on
@@ -76,9 +77,10 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
     return float("nan")
 
 
-def one_run(store: str, checkout: str | None = None) -> tuple[float, float, float]:
-    """Spawn → initialize, spawn → first recall (s) and the server's CPU seconds then; `checkout`: the chronomem
-    checkout the server runs from (its folder is the child's working directory, first on its path)."""
+def one_run(store: str, checkout: str | None = None, remember: bool = True) -> tuple[float, float, float, float]:
+    """Spawn → initialize, spawn → first recall (s), the server's CPU seconds then, and spawn → the first remember
+    (sent when the recall was answered; it adds a note to `store`; NaN with `remember` off); `checkout`: the
+    chronomem checkout the server runs from (its folder is the child's working directory, first on its path)."""
     env = {**os.environ, "CHRONOMEM_HOME": store, "CHRONOMEM_PROJECT": "bench"}
     start = time.perf_counter()
     proc = subprocess.Popen(
@@ -98,10 +100,18 @@ def one_run(store: str, checkout: str | None = None) -> tuple[float, float, floa
             raise RuntimeError(reply["result"]["content"][0]["text"])
         first_recall = time.perf_counter() - start
         cpu = cpu_seconds(proc.pid)
+        if not remember:
+            return initialized, first_recall, cpu, float("nan")
+        _send(proc.stdin, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                           "params": {"name": "remember", "arguments": {"content": "Lint with ruff check ."}}})
+        reply = _read_reply(proc.stdout, 3)
+        if reply.get("result", {}).get("isError"):
+            raise RuntimeError(reply["result"]["content"][0]["text"])
+        first_remember = time.perf_counter() - start
     finally:
         proc.kill()
         proc.wait()
-    return initialized, first_recall, cpu
+    return initialized, first_recall, cpu, first_remember
 
 
 RECALL_TIMEOUT = 120.0
@@ -286,18 +296,18 @@ def compare_checkouts(sides: dict[str, str], runs: int, store: str | None = None
         if store is None:
             store = os.path.join(tmp, "store")
             store_with_a_note(store, cwd=next(iter(sides.values())))
-        results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sides}
+        results: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in sides}
         for n in range(runs + 1):
             for name, checkout in sides.items():
                 result = one_run(store, checkout)
                 if n:
                     results[name].append(result)
-    base = [statistics.median(r[k] for r in results[next(iter(sides))]) for k in range(3)]
+    base = [statistics.median(r[k] for r in results[next(iter(sides))]) for k in range(4)]
     for name, measured in results.items():
-        medians = [statistics.median(r[k] for r in measured) for k in range(3)]
+        medians = [statistics.median(r[k] for r in measured) for k in range(4)]
         print(f"{name} ({sides[name]}), medians of {runs}: initialize {medians[0]:.3f} s ({medians[0] / base[0]:.2f}×), "
               f"first recall {medians[1]:.3f} s ({medians[1] / base[1]:.2f}×), CPU then {medians[2]:.2f} s "
-              f"({medians[2] / base[2]:.2f}×)")
+              f"({medians[2] / base[2]:.2f}×), first remember {medians[3]:.3f} s ({medians[3] / base[3]:.2f}×)")
 
 
 def main() -> None:
@@ -322,7 +332,7 @@ def main() -> None:
         # machine): runs alternate between them, so load on the machine falls on both alike.
         written = os.path.join(tmp, "store")
         store_with_a_note(written)
-        runs: dict[str, list[tuple[float, float, float]]] = {"a store with one note": [], "a new store": []}
+        runs: dict[str, list[tuple[float, float, float, float]]] = {"a store with one note": [], "a new store": []}
         for n in range(args.runs):
             runs["a store with one note"].append(one_run(written))
             runs["a new store"].append(one_run(os.path.join(tmp, f"new-{n}")))
@@ -331,6 +341,7 @@ def main() -> None:
         print("  " + _median("spawn → initialize answered", [r[0] for r in results]))
         print("  " + _median("spawn → first recall answered", [r[1] for r in results]))
         print("  " + _median("server CPU at the first recall's answer", [r[2] for r in results], digits=2))
+        print("  " + _median("spawn → the first remember after it answered", [r[3] for r in results]))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@ Owns every LanceDB call but the searches (search/lance.py). Never imports MCP, t
 ranking or the tools.
 """
 
-from chronomem.storage.filters import Filter
-from chronomem.storage.store import MemoryStore
+from chronomem.storage.lazy_imports import defer_namespace_client
+
+defer_namespace_client()  # before anything below imports LanceDB
+
+from chronomem.storage.filters import Filter  # noqa: E402
+from chronomem.storage.store import MemoryStore  # noqa: E402
 
 __all__ = ["Filter", "MemoryStore"]

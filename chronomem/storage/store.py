@@ -313,8 +313,8 @@ class MemoryStore:
     def _newest_dataset(self) -> Any:
         """A quick open's pylance dataset moved to the table's newest version, while LanceDB's table is not open (no
         write yet): the read index catches up from it, so a recall after another process wrote does not import
-        LanceDB (~1.5 s of a starting server's CPU; the consolidator still opens it later, between calls). None once
-        it is open."""
+        LanceDB (~0.8 s of a starting server's CPU, storage/lazy_imports.py; the consolidator still opens it later,
+        between calls). None once it is open."""
         dataset = self._dataset
         if self._opened is not None or dataset is None or not hasattr(dataset, "checkout_version"):
             return None
@@ -338,7 +338,7 @@ class MemoryStore:
         any_size: bool = False,
     ) -> MemoryStore | None:
         """Open an existing local store that needs nothing but reading, through pylance alone: its schema, version
-        and row count, and the read index built from one scan, while the LanceDB table (whose import is ~1.5 s of
+        and row count, and the read index built from one scan, while the LanceDB table (whose import is ~0.8 s of
         a starting server's CPU, `lance`'s ~0.3 s) opens at its first use — a write, or a search the read index
         cannot answer. So a server's first recall does not wait for LanceDB. None when the store needs more
         (creating, migrating, indexing, a table too large for a read index built at open, files pylance cannot
