@@ -38,6 +38,11 @@ class SentenceEncoder:
             str(folder / "model.onnx"), providers=["CPUExecutionProvider"], sess_options=options
         )
         self._inputs = {node.name for node in self.session.get_inputs()}
+        # onnxruntime's CPU arena keeps the largest run's buffers for good: one batch of 64 texts of 256 tokens
+        # left a process at 1.15 GB, against ~0.25 GB with the arena's unused chunks handed back after each run
+        # (a one-text query embedding took 5.27 ms either way, 600 of each alternating on 2 cores)
+        self._run_options = ort.RunOptions()
+        self._run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> Iterator[np.ndarray]:
         """One unit vector per text, in order, `batch_size` texts to a run of the model."""
@@ -53,7 +58,7 @@ class SentenceEncoder:
             feed["attention_mask"] = mask
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        tokens = self.session.run(None, feed)[0]
+        tokens = self.session.run(None, feed, self._run_options)[0]
         pooled = np.sum(tokens, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
         pooled /= np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
