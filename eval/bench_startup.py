@@ -93,20 +93,12 @@ def one_run(store: str, checkout: str | None = None, remember: bool = True) -> t
         _read_reply(proc.stdout, 1)
         initialized = time.perf_counter() - start
         _send(proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        _send(proc.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                           "params": {"name": "recall", "arguments": {"query": "how do we run the tests"}}})
-        reply = _read_reply(proc.stdout, 2)
-        if reply.get("result", {}).get("isError"):
-            raise RuntimeError(reply["result"]["content"][0]["text"])
+        _call_tool(proc, 2, "recall", {"query": "how do we run the tests"})
         first_recall = time.perf_counter() - start
         cpu = cpu_seconds(proc.pid)
         if not remember:
             return initialized, first_recall, cpu, float("nan")
-        _send(proc.stdin, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                           "params": {"name": "remember", "arguments": {"content": "Lint with ruff check ."}}})
-        reply = _read_reply(proc.stdout, 3)
-        if reply.get("result", {}).get("isError"):
-            raise RuntimeError(reply["result"]["content"][0]["text"])
+        _call_tool(proc, 3, "remember", {"content": "Lint with ruff check ."})
         first_remember = time.perf_counter() - start
     finally:
         proc.kill()
@@ -117,13 +109,18 @@ def one_run(store: str, checkout: str | None = None, remember: bool = True) -> t
 RECALL_TIMEOUT = 120.0
 
 
-def _recall(proc: subprocess.Popen[bytes], call_id: int, query: str) -> None:
+def _call_tool(proc: subprocess.Popen[bytes], call_id: int, name: str, arguments: dict[str, Any]) -> None:
+    """One `tools/call`, answered; a tool error raised with its text."""
     assert proc.stdin and proc.stdout
     _send(proc.stdin, {"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
-                       "params": {"name": "recall", "arguments": {"query": query}}})
+                       "params": {"name": name, "arguments": arguments}})
     reply = _read_reply(proc.stdout, call_id)
     if reply.get("result", {}).get("isError"):
         raise RuntimeError(reply["result"]["content"][0]["text"])
+
+
+def _recall(proc: subprocess.Popen[bytes], call_id: int, query: str) -> None:
+    _call_tool(proc, call_id, "recall", {"query": query})
 
 
 def reopened_run(store: str, snapshots: bool, queries: list[str], window: float, settled: int) -> dict[str, Any]:
