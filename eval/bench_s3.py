@@ -162,8 +162,10 @@ def main(argv: list[str] | None = None) -> int:
                                "--bucket", "bench"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert server.stdout is not None
     endpoint = server.stdout.readline().strip()
-    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_ACCESS_KEY_ID": "test",
-           "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}
+    sys.path.insert(0, str(REPO / "scripts"))
+    from local_s3 import client_env
+
+    env = client_env(endpoint)
     os.environ.update(env)
     report: dict[str, Any] = {"ops": args.ops, "writes_per_writer": args.writes, "s3_ms_assumed": args.s3_ms,
                               "backends": {}}

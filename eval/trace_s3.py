@@ -53,8 +53,7 @@ def trace(warm: int) -> tuple[list[tuple[float, str]], float]:
     local_s3.LocalS3.__call__ = logged  # type: ignore[method-assign]
     server, endpoint = local_s3.serve()
     local_s3.create_buckets(endpoint, ["trace"])
-    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_ACCESS_KEY_ID": "test",
-                       "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"})
+    os.environ.update(local_s3.client_env(endpoint))
     import chronomem.consolidate.gate as gate
     from chronomem.config import Settings, parse_store
     from chronomem.service import MemoryService
