@@ -199,6 +199,22 @@ def abstention_rate(questions: Sequence[Question], answers: dict[str, Ranked], c
 
 
 METRIC_COLUMNS = ("recall@1", "recall@5", "recall@10", "hit@5", "mrr")
+PLAIN_CHANNELS = ("dense only", "fused (RRF k=60)")  # ablation rankers recall must not fall below (issue 45)
+CHANNEL_COLUMNS = ("recall@10", "hit@5", "mrr")
+
+
+def channel_margins(payload: dict[str, Any]) -> list[list[Any]]:
+    """Per category and metric: recall's figure, each plain channel's, and recall's margin over the best of them
+    (negative where recall ranks below a channel it contains). Empty when the run had no ablation."""
+    channels = [name for name in PLAIN_CHANNELS if name in payload["ablation"]]
+    if not channels:
+        return []
+    rows = []
+    for category, ours in payload["system"]["by_category"].items():
+        for metric in CHANNEL_COLUMNS:
+            theirs = [payload["ablation"][name][category][metric] for name in channels]
+            rows.append([category, metric, ours[metric], *theirs, ours[metric] - max(theirs)])
+    return rows
 
 
 def render(payload: dict[str, Any]) -> str:
@@ -228,6 +244,18 @@ def render(payload: dict[str, Any]) -> str:
     rows = [[f"ours: {name}", *(table["overall"][m] for m in columns)] for name, table in ours.items()]
     rows += [[f"README: {name}", *(ref.get(m) for m in columns)] for name, ref in REFERENCE.items()]
     parts += [md_table(["system", "recall@10", "hit@5", "MRR", "recall@1", "recall@5"], rows), ""]
+    margins = channel_margins(payload)
+    if margins:
+        channels = [name for name in PLAIN_CHANNELS if name in payload["ablation"]]
+        below = [f"{row[0]} {row[1]}" for row in margins if row[-1] < 0]
+        parts += [
+            "## By category beside the plain channels recall contains",
+            "",
+            md_table(["category", "metric", SYSTEM, *channels, "margin over the best"], margins),
+            "",
+            f"Below a plain channel: {', '.join(below)}." if below else "At or above every plain channel in every category.",
+            "",
+        ]
     cat5 = payload["system"]["category_5"]
     speed = payload["speed"]
     parts += [
