@@ -14,7 +14,8 @@ numbered generations `<gen>.lease` under `_chronomem/leases/<name>/`:
   generation than ours means we raced with an old listing, and we back off;
 - a holder renews by creating the next generation itself before its lease expires (a background thread);
   a crashed holder's lease expires after `LEASE_SECONDS`, and the next acquirer takes over;
-- to release, create `<gen>.done`; the next holder deletes generations older than its own;
+- to release, create `<gen>.done`; a next holder deletes the generations older than the one before its own,
+  once `CLEAN_AFTER_OBJECTS` of them have gathered;
 - a waiter queues (`want-<start time>-<owner>`, refreshed while it waits) and a free lease goes to the oldest
   fresh waiter, so no writer starves behind others that happen to poll at the right moments; a waiter's
   timeout counts only while the line ahead of it does not move: a writer's wait for its turn behind others is
@@ -64,6 +65,10 @@ WANT_SECONDS = 5.0
 MAX_POLL_SECONDS = 0.2
 #: How often a conditional create whose answer was lost is looked at and tried again (`Objects.create`).
 CREATE_ATTEMPTS = 5
+#: A lease's old generations (a `.lease` and a `.done` object each) are deleted once this many objects of them
+#: have gathered: one bulk delete every eighth take rather than every take, a request less on most commits of a
+#: shared store (eval/trace_s3.py), while the folder's listing stays far within one page (1,000 names).
+CLEAN_AFTER_OBJECTS = 16
 #: Where chronomem's own objects live beside the tables.
 META_PREFIX = "_chronomem"
 
@@ -508,12 +513,12 @@ class Lease:
         self.release()
 
     def _clean(self, generation: int) -> None:
-        """Delete generations older than the one before ours (best effort: they only cost a listing), from the
-        listing `_take` just made."""
+        """Delete generations older than the one before ours once `CLEAN_AFTER_OBJECTS` of them have gathered (best
+        effort: they only cost a listing), from the listing `_take` just made."""
         try:
             old = [f"{self.folder}/{name}" for name in self._listed
                    if name.partition(".")[0].isdigit() and int(name.partition(".")[0]) < generation - 1]
-            if old:
+            if len(old) >= CLEAN_AFTER_OBJECTS:
                 self.objects.delete_many(old)
         except Exception:
             log.debug("lease clean-up failed", exc_info=True)

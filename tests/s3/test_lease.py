@@ -3,18 +3,20 @@ nothing but the bucket, takeover after a holder stops renewing, and the conditio
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 import pytest
 from filelock import Timeout
 
 from chronomem.config import StoreURI
-from chronomem.storage.remote import Lease, conditional_create_holds, objects_of
+from chronomem.storage.remote import CLEAN_AFTER_OBJECTS, Lease, conditional_create_holds, objects_of
 
 from .conftest import REPO, make_bucket, start_local_s3
 
@@ -216,3 +218,22 @@ def test_a_holder_paused_past_its_lease_keeps_it_when_nobody_took_over(s3_uri: s
     with pytest.raises(Timeout):
         Lease(objects, "write", seconds=1.0).acquire(timeout=0)
     holder.release()
+
+
+def test_old_generations_go_in_one_bulk_delete_every_few_takes(s3_uri: str, local_s3: str) -> None:
+    """A take deletes the old generations only once `CLEAN_AFTER_OBJECTS` of them gathered: the folder stays short
+    and most commits make no delete request."""
+    objects = objects_of(StoreURI(s3_uri))
+    lease = Lease(objects, "write")
+    control = f"{local_s3}/__local_s3"
+    urllib.request.urlopen(urllib.request.Request(f"{control}/reset", method="POST"), timeout=10).close()
+    longest = 0
+    for _ in range(40):
+        lease.acquire(timeout=5)
+        lease.release()
+        longest = max(longest, len(objects.names(lease.folder)))
+    with urllib.request.urlopen(f"{control}/stats", timeout=10) as answer:
+        counts = json.loads(answer.read())
+    generations_per_delete = CLEAN_AFTER_OBJECTS // 2  # a generation leaves a .lease and a .done
+    assert 40 // generations_per_delete - 1 <= counts.get("POST", 0) <= 40 // generations_per_delete + 1
+    assert longest <= CLEAN_AFTER_OBJECTS + 4  # the old ones, the one before ours and ours
