@@ -96,7 +96,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, ignore_conditional: bool = Fal
 def client_env(endpoint: str) -> dict[str, str]:
     """The environment a chronomem process needs to use this server's buckets (moto accepts any key pair)."""
     return {"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"}
+            "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1"}
 
 
 def create_buckets(endpoint: str, names: list[str]) -> None:

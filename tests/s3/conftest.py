@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,26 +39,23 @@ def start_local_s3(*flags: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def aws_env(endpoint: str) -> dict[str, str]:
-    return {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
+    """The environment a process needs to use the local server's buckets (scripts/local_s3.py says it)."""
+    return local_s3_script().client_env(endpoint)
 
 
 def make_bucket(endpoint: str, prefix: str = "mem") -> str:
-    import boto3
-
     name = f"{prefix}-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=endpoint, **_keys()).create_bucket(Bucket=name)
+    local_s3_script().create_buckets(endpoint, [name])
     return name
 
 
-def _keys() -> dict[str, str]:
-    return {"region_name": "us-east-1", "aws_access_key_id": "test", "aws_secret_access_key": "test"}
+def local_s3_script() -> Any:
+    """scripts/local_s3.py as a module (scripts/ is no package: on the path once, as eval/bench_s3.py does)."""
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.insert(0, str(SCRIPT.parent))
+    import local_s3
+
+    return local_s3
 
 
 @pytest.fixture(scope="session")
