@@ -95,9 +95,6 @@ class MemoryRecord:
     def is_known_at(self, k: datetime) -> bool:
         return self.created_at <= k and (self.expired_at is None or k < self.expired_at)
 
-    def is_live(self, at: datetime, known_at: datetime) -> bool:
-        return self.is_valid_at(at) and self.is_known_at(known_at)
-
     def to_row(self) -> dict[str, Any]:
         """The row as stored: every column, anchors as a list of {path, blob} (never the usage view)."""
         row = {name: getattr(self, name) for name in _RECORD_FIELDS}

@@ -43,10 +43,6 @@ VECTOR_INDEX_MIN_ROWS = 50_000
 VECTOR_REINDEX_GROWTH = 4.0
 
 
-def needs_index_refresh(unindexed_rows: int, threshold: int = UPKEEP_MIN_UNINDEXED) -> bool:
-    return unindexed_rows >= threshold
-
-
 def needs_burst_upkeep(
     commits_since_optimize: int,
     rows: Callable[[], int],

@@ -256,11 +256,6 @@ def _connect(path: Any) -> Any:
     return lancedb.connect(str(path), read_consistency_interval=timedelta(0), storage_options=options or None)
 
 
-def _read_all(table: Any) -> int:
-    """Read every column of every row (vectors included); return the row count."""
-    return int(table.to_arrow().num_rows)
-
-
 def _fts_works(table: Any) -> bool:
     from lancedb.query import MatchQuery
 

@@ -374,15 +374,6 @@ class Lease:
             self._seen = (generation, expires)
         return self._seen[1] < time.time()
 
-    def _expired(self, generation: int) -> bool:
-        raw = self.objects.get(f"{self.folder}/{generation:012d}.lease")
-        if raw is None:
-            return True  # deleted by a newer holder: the listing was old
-        try:
-            return float(json.loads(raw)["expires"]) < time.time()
-        except (ValueError, KeyError, TypeError):
-            return True
-
     def _take(self, generation: int) -> bool:
         """Create generation `generation`; True when ours and still the newest."""
         started = time.time()  # the expiry counts from before the request: a slow create shortens it, never lengthens
