@@ -304,11 +304,16 @@ def split_sentences(text: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- facts
+def asks(text: str) -> bool:
+    """Whether a text asks something: a question mark outside its code, paths and addresses (`?page=2` asks nothing)."""
+    return "?" in _CODE_LIKE.sub(" X ", text)
+
+
 def statement_body(sentence: str) -> str | None:
     """The sentence without its opening label ("Note:", "[Repo]", "so,"), or None when it is not a plain
     statement of how things are: too long to be one, or it asks, hedges, plans, reports someone else's setup
     or negates (the words above)."""
-    if len(sentence) > MAX_SENTENCE_CHARS or "?" in _CODE_LIKE.sub(" X ", sentence):
+    if len(sentence) > MAX_SENTENCE_CHARS or asks(sentence):
         return None
     body = _PREFIX.sub("", sentence, count=1).strip()
     body = re.sub(r"^(?:so|now|also|and|ok|okay|fyi|btw|heads up)\s*[,:]?\s+", "", body, flags=re.IGNORECASE)

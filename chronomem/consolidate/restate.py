@@ -16,7 +16,7 @@ stays current in its slot and outranks the note. A sentence restates a slot when
 
 A note that says the words of the note stating the slot's value around another value (`records.value_in_place`:
 "- Tool: `uv run --frozen pyright`" after "- Tool: `uv run pyright`", a line of an agent file edited in place)
-restates it too: the words around the value are how that note named the thing, whatever they are.
+restates it too: the words around the value are how that note named the thing, whatever they are; unless it asks.
 
 Of the slots a note restates, one whose current value the note also names wins ("from A to B"); otherwise there
 must be only one. Nothing here reads the store: `stage_rules` finds the candidate slots and writes the fact.
@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chronomem.consolidate.extract_rules import split_sentences, statement_body
+from chronomem.consolidate.extract_rules import asks, split_sentences, statement_body
 from chronomem.facts import phrase_words, subject_form
 from chronomem.records import same_value, value_in_place, value_kind, values_of_kind
 from chronomem.search.terms import STOP_WORDS
@@ -150,7 +150,8 @@ def restatements(note: str, slots: Sequence[SlotView], project: str) -> list[Res
     out: list[Restatement] = []
     in_place: dict[tuple[str, str], str] = {}
     for slot in slots:
-        value = value_in_place(slot.stated_in, note, slot.value) if slot.stated_in else None
+        # a question in the stating note's words ("- Tool: `uv run --frozen pyright`?") asks whether it changed
+        value = value_in_place(slot.stated_in, note, slot.value) if slot.stated_in and not asks(note) else None
         if value is not None:  # the place gives the value its shape: free text too ("- Tool: `uv run pyright`")
             in_place[slot.key] = value
             out.append(Restatement(slot.key, value, False))

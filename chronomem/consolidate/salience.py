@@ -34,8 +34,7 @@ from dataclasses import replace
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from chronomem.facts import HALF_LIFE, effective_salience, last_reinforced, record_salience
-from chronomem.records import MemoryRecord, Usage
+from chronomem.records import Usage
 from chronomem.service import MemoryService
 from chronomem.storage import Filter
 

@@ -163,3 +163,14 @@ def test_a_line_edited_in_place_carries_the_agents_slot_to_its_new_value(svc: Me
     assert chain.entries[1].source == "structure"
     untouched = history(svc, subject="mcppy", predicate="format command", project="mcppy")
     assert [(e.object, e.status) for e in untouched.entries] == [("uv run ruff format .", "current")]
+
+
+def test_a_line_edited_in_place_into_a_question_changes_nothing(svc: MemoryService, clock) -> None:
+    note(svc, clock, "- Tool: `uv run pyright`", "2024-01-10", project="mcppy",
+         facts=[{"subject": "mcppy", "predicate": "typecheck command", "object": "uv run pyright"}])
+    note(svc, clock, "- Tool: `uv run --frozen pyright`?", "2024-05-01", project="mcppy")
+    clock.advance(minutes=1)
+    Consolidator(svc, llm=None).run_to_completion()
+
+    chain = history(svc, subject="mcppy", predicate="typecheck command", project="mcppy")
+    assert [(e.object, e.status) for e in chain.entries] == [("uv run pyright", "current")]

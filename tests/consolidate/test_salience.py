@@ -9,7 +9,8 @@ import anyio
 import pytest
 
 from chronomem.consolidate.runner import Consolidator
-from chronomem.consolidate.salience import HALF_LIFE, HIT_STEP, effective_salience, last_reinforced, record_salience
+from chronomem.consolidate.salience import HIT_STEP
+from chronomem.facts import HALF_LIFE, effective_salience, last_reinforced, record_salience
 from chronomem.records import UTC, MemoryRecord, Usage, new_id
 from chronomem.service import MemoryService
 from chronomem.tools import recall, remember

@@ -27,7 +27,7 @@ def test_deleted_newest_manifest_loses_nothing(svc: MemoryService) -> None:
 
     fixed = repair(store)
     assert fixed.ok and fixed.rows == N, fixed.text()
-    assert any(f"recovered 1 memory from" in a and ids[-1] in a for a in fixed.actions), fixed.text()
+    assert any("recovered 1 memory from" in a and ids[-1] in a for a in fixed.actions), fixed.text()
     assert not any("could not be recovered" in a for a in fixed.actions), fixed.text()
     assert reopen(svc).store.ids_exist(ids) == set(ids)
     assert check(store).ok
