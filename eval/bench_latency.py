@@ -23,7 +23,10 @@ and measures at each size (progress and phase times on stderr):
    Extraction gets `--consolidate-seconds`; chunks still pending then are marked processed
    (said in the report). Each step's time is reported (index builds included).
 3. **cold start** — `eval.bench_startup.one_run`: spawn `chronomem serve` → `initialize`
-   answered, → first `recall` answered.
+   answered, → first `recall` answered, on the store as a server leaves it at a clean exit: this
+   process first saves its read index snapshot if the fill moved it (`snapshot.save_moved`), so
+   a spawned server does not catch up the size's whole fill (`eval.bench_startup --store` measures
+   the reopened store with the snapshot off and on).
 4. **in-process** — the tool functions on a `MemoryService`: `recall` and `as_of` (LoCoMo
    questions; `as_of` at the store's median valid time), then `remember` (new turn
    variants dated today; these add rows). Then the consolidator drains what they left
@@ -123,9 +126,8 @@ REMEDIES: dict[str, str] = {
     "spawn → first recall": (
         "Loading the ONNX model (~1 s on an idle core: the shipped float32 model) and opening the store start at "
         "spawn; the first recall waits for both. A store with a read index snapshot answers that recall from it "
-        "(its load at open is ~0.1–0.7 s at 100k). Three shorter runs the same day on a kept 100k store measured "
-        "1.49, 2.40 and 1.78 s: the figure swings by a second between runs. This run's 5 cold starts came right after "
-        "the 100k fill and upkeep. Not profiled further in this run."
+        "(its load at open is ~0.1–0.7 s at 100k). The cold starts reopen the store as a clean exit leaves it (its "
+        "snapshot saved first); a store whose snapshot lags the table catches up first (`eval.bench_startup --store`)."
     ),
     "remember e2e": (
         "Where it goes, in-process at 100k (the stage table above): the text's embedding by the float32 model "
@@ -796,6 +798,10 @@ def measure_size(svc: MemoryService, filler: Filler, corpus: Corpus, size: int, 
 
     log(f"{label}: cold start ×{config.cold_runs}")
     t = time.perf_counter()
+    if config.cold_runs:
+        from chronomem.search.snapshot import save_moved
+
+        save_moved()
     cold = cold_start(svc.store.path, config.cold_runs) if config.cold_runs else None
     phase("cold_start", t)
 

@@ -586,6 +586,11 @@ def _run() -> None:
 def _at_exit() -> None:
     """A clean exit saves each store's read index that moved since its snapshot (the next open then needs no diff)."""
     _STOP.set()
+    save_moved()
+
+
+def save_moved() -> None:
+    """Save each open store's read index that moved since its snapshot now, as a clean exit does."""
     for keeper in _live_keepers():
         try:
             keeper.tick(exiting=True)

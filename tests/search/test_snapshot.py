@@ -442,6 +442,19 @@ def test_a_clean_exit_saves_the_writes_made_since_the_snapshot(
     assert reopened.read_index.version == reopened.table.version
 
 
+def test_save_moved_saves_what_a_clean_exit_would_while_the_process_runs(
+    saved: tuple[Path, int], base: tuple[list[str], np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, dim = saved
+    store = opened(path, dim, True, monkeypatch)
+    assert store.read_index is not None  # loaded from the snapshot
+    store.add(make_rows(base, 25, seed=8))
+    snapshot.save_moved()
+    reopened = opened(path, dim, True, monkeypatch)
+    assert reopened.read_index is not None and reopened.read_index.rows == ROWS + 25
+    assert reopened.read_index.version == store.table.version
+
+
 def test_a_versions_stamp_is_its_commit_time_as_the_tables_listing_has_it(tmp_path: Path) -> None:
     """`version_stamp` reads one version's manifest, not the listing of every version: the same time for every
     version the table lists, None for one it does not."""
