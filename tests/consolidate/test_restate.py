@@ -147,30 +147,27 @@ def test_only_a_slot_someone_stated_is_restated(svc: MemoryService, clock) -> No
     assert [(e.object, e.source, e.status) for e in chain.entries] == [("1.26.4", "rules", "current")]
 
 
-def test_a_line_edited_in_place_carries_the_agents_slot_to_its_new_value(svc: MemoryService, clock) -> None:
+def _typecheck_line_then(svc: MemoryService, clock, edited: str) -> list[tuple[str, str]]:
+    """The agent states the typecheck command on a line of mcppy's agent file, then the line reads `edited`: the
+    typecheck slot's chain after the consolidator ran (also states the format command on another line)."""
     note(svc, clock, "- Tool: `uv run pyright`", "2024-01-10", project="mcppy",
          facts=[{"subject": "mcppy", "predicate": "typecheck command", "object": "uv run pyright"}])
     note(svc, clock, "- Format: `uv run ruff format .`", "2024-01-10", project="mcppy",
          facts=[{"subject": "mcppy", "predicate": "format command", "object": "uv run ruff format ."}])
-    note(svc, clock, "- Tool: `uv run --frozen pyright`", "2024-05-01", project="mcppy")
+    note(svc, clock, edited, "2024-05-01", project="mcppy")
     clock.advance(minutes=1)
     Consolidator(svc, llm=None).run_to_completion()
-
     chain = history(svc, subject="mcppy", predicate="typecheck command", project="mcppy")
-    assert [(e.object, e.status) for e in chain.entries] == [
-        ("uv run pyright", "ended"), ("uv run --frozen pyright", "current")
+    return [(e.object, e.status, e.source) for e in chain.entries]
+
+
+def test_a_line_edited_in_place_carries_the_agents_slot_to_its_new_value(svc: MemoryService, clock) -> None:
+    assert _typecheck_line_then(svc, clock, "- Tool: `uv run --frozen pyright`") == [
+        ("uv run pyright", "ended", "agent"), ("uv run --frozen pyright", "current", "structure")
     ]
-    assert chain.entries[1].source == "structure"
     untouched = history(svc, subject="mcppy", predicate="format command", project="mcppy")
     assert [(e.object, e.status) for e in untouched.entries] == [("uv run ruff format .", "current")]
 
 
 def test_a_line_edited_in_place_into_a_question_changes_nothing(svc: MemoryService, clock) -> None:
-    note(svc, clock, "- Tool: `uv run pyright`", "2024-01-10", project="mcppy",
-         facts=[{"subject": "mcppy", "predicate": "typecheck command", "object": "uv run pyright"}])
-    note(svc, clock, "- Tool: `uv run --frozen pyright`?", "2024-05-01", project="mcppy")
-    clock.advance(minutes=1)
-    Consolidator(svc, llm=None).run_to_completion()
-
-    chain = history(svc, subject="mcppy", predicate="typecheck command", project="mcppy")
-    assert [(e.object, e.status) for e in chain.entries] == [("uv run pyright", "current")]
+    assert _typecheck_line_then(svc, clock, "- Tool: `uv run --frozen pyright`?") == [("uv run pyright", "current", "agent")]
