@@ -42,8 +42,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.embed import Embedder
@@ -52,6 +51,9 @@ from chronomem.records import MemoryRecord, fact_sentence, names_value, same_val
 from chronomem.search.engine import vector_search
 from chronomem.service import MemoryService
 from chronomem.storage import Filter, MemoryStore
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Subject and predicate similarities at or above which two namings are one slot, each compared on its own
 #: (the subject dominates a whole phrase: `webhooks module owned by` / `webhooks module lives in` are 0.96
@@ -159,6 +161,8 @@ def slot_verdict(subject_similarity: float, predicate_similarity: float, same_ki
 
 def _cosines(vectors: Mapping[str, Sequence[float]], texts: Sequence[str]) -> np.ndarray:
     """The cosine of texts[0] with each of texts[1:]."""
+    import numpy as np  # here, not at import: a starting server answers `initialize` before it needs NumPy
+
     matrix = np.asarray([vectors[t] for t in texts], dtype=np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True) + 1e-12
     return matrix[1:] @ matrix[0]

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-import numpy as np
-
 from chronomem.records import MemoryRecord
 
 #: Candidates each channel contributes before ranking.
@@ -58,6 +56,8 @@ class Searcher(Protocol):
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    import numpy as np  # here, not at import: a starting server answers `initialize` before it needs NumPy
+
     va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if va.shape != vb.shape:
         raise ValueError(f"vectors of different lengths: {va.shape} and {vb.shape}")

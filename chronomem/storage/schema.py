@@ -24,9 +24,10 @@ storage/migrate.py brings a store of version 1, 2 or 3 forward.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # imported where a schema is built: a starting server answers `initialize` before needing Arrow
+    import pyarrow as pa
 
 TABLE_NAME = "memories"
 SCHEMA_VERSION = 4
@@ -36,8 +37,6 @@ EMBED_MODEL_KEY = b"chronomem.embed_model"
 #: Set in the metadata of a table some of whose rows have no `terms` yet (see the module).
 TERMS_PENDING_KEY = b"chronomem.terms_pending"
 
-_TIME = pa.timestamp("us", tz="UTC")
-ANCHOR_TYPE = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("blob", pa.string())]))
 #: The only columns a write may change on an existing row (MemoryStore.upsert refuses anything else).
 VALIDITY_COLUMNS = ("invalid_at", "expired_at", "reason")
 #: What `chronomem reembed` rewrites on every row: the declared exception to write-once.
@@ -49,61 +48,85 @@ FTS_INDEX = "terms_idx"
 OLD_FTS_INDEX = "content_idx"
 
 
+#: The `memories` table's columns in order: (name, type, nullable), the types named for `_arrow_type` (Arrow is
+#: imported where a schema is built, so the names need no Arrow).
+MEMORY_FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("id", "string", False),
+    ("kind", "string", False),
+    ("project", "string", False),
+    ("content", "string", False),
+    ("subject", "string", True),
+    ("predicate", "string", True),
+    ("object", "string", True),
+    ("vector", "vector", True),
+    ("embed_model", "string", True),
+    ("valid_at", "time", False),
+    ("invalid_at", "time", True),
+    ("created_at", "time", False),
+    ("expired_at", "time", True),
+    ("supersedes", "string", True),
+    ("revision_of", "string", True),
+    ("source_ids", "strings", True),
+    ("source", "string", True),
+    ("tags", "strings", True),
+    ("salience", "float32", True),
+    ("confidence", "float32", True),
+    ("paths", "strings", True),
+    ("commit", "string", True),
+    ("reason", "string", True),
+    ("anchors", "anchors", True),
+    ("conflicts_with", "strings", True),
+    ("novelty", "float32", True),
+    ("event_salience", "float32", True),
+    ("prediction_error", "float32", True),
+    ("gate", "string", True),
+    (TERMS_COLUMN, "string", True),
+)
+#: The `usage` side table's columns, as `MEMORY_FIELDS`.
+USAGE_FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("id", "string", False),
+    ("at", "time", False),
+    ("seen_at", "time", True),
+    ("hits", "int64", True),
+    ("boost", "float32", True),
+    ("restated_by", "strings", True),
+    ("paths", "strings", True),
+    ("anchors", "anchors", True),
+    ("conflicts_with", "strings", True),
+)
+
+
+def _arrow_type(name: str, dim: int = 0) -> pa.DataType:
+    import pyarrow as pa
+
+    if name == "vector":
+        return pa.list_(pa.float32(), dim)
+    if name == "anchors":
+        return pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("blob", pa.string())]))
+    return {
+        "string": pa.string(), "strings": pa.list_(pa.string()), "float32": pa.float32(), "int64": pa.int64(),
+        "time": pa.timestamp("us", tz="UTC"),
+    }[name]
+
+
+def _schema(fields: tuple[tuple[str, str, bool], ...], metadata: dict[bytes, bytes], dim: int = 0) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [pa.field(name, _arrow_type(kind, dim), nullable=nullable) for name, kind, nullable in fields], metadata=metadata
+    )
+
+
 def memories_schema(dim: int, embed_model: str) -> pa.Schema:
     """The table layout of DESIGN.md, with the schema version and model in its metadata."""
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("kind", pa.string(), nullable=False),
-            pa.field("project", pa.string(), nullable=False),
-            pa.field("content", pa.string(), nullable=False),
-            pa.field("subject", pa.string()),
-            pa.field("predicate", pa.string()),
-            pa.field("object", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dim)),
-            pa.field("embed_model", pa.string()),
-            pa.field("valid_at", _TIME, nullable=False),
-            pa.field("invalid_at", _TIME),
-            pa.field("created_at", _TIME, nullable=False),
-            pa.field("expired_at", _TIME),
-            pa.field("supersedes", pa.string()),
-            pa.field("revision_of", pa.string()),
-            pa.field("source_ids", pa.list_(pa.string())),
-            pa.field("source", pa.string()),
-            pa.field("tags", pa.list_(pa.string())),
-            pa.field("salience", pa.float32()),
-            pa.field("confidence", pa.float32()),
-            pa.field("paths", pa.list_(pa.string())),
-            pa.field("commit", pa.string()),
-            pa.field("reason", pa.string()),
-            pa.field("anchors", ANCHOR_TYPE),
-            pa.field("conflicts_with", pa.list_(pa.string())),
-            pa.field("novelty", pa.float32()),
-            pa.field("event_salience", pa.float32()),
-            pa.field("prediction_error", pa.float32()),
-            pa.field("gate", pa.string()),
-            pa.field(TERMS_COLUMN, pa.string()),
-        ],
-        metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode(), EMBED_MODEL_KEY: embed_model.encode()},
+    return _schema(
+        MEMORY_FIELDS, {SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode(), EMBED_MODEL_KEY: embed_model.encode()}, dim
     )
 
 
 def usage_schema() -> pa.Schema:
     """The `usage` side table: one row per change, the latest per `id` is the state (records.Usage)."""
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("at", _TIME, nullable=False),
-            pa.field("seen_at", _TIME),
-            pa.field("hits", pa.int64()),
-            pa.field("boost", pa.float32()),
-            pa.field("restated_by", pa.list_(pa.string())),
-            pa.field("paths", pa.list_(pa.string())),
-            pa.field("anchors", ANCHOR_TYPE),
-            pa.field("conflicts_with", pa.list_(pa.string())),
-        ],
-        metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()},
-    )
+    return _schema(USAGE_FIELDS, {SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()})
 
 
 def schema_version(schema: pa.Schema) -> int:
@@ -115,7 +138,7 @@ def schema_version(schema: pa.Schema) -> int:
 
 
 #: Columns returned by searches: everything but the vector and the terms, which no caller reads back.
-RESULT_COLUMNS = [f for f in memories_schema(1, "").names if f not in ("vector", TERMS_COLUMN)]
+RESULT_COLUMNS = [name for name, _, _ in MEMORY_FIELDS if name not in ("vector", TERMS_COLUMN)]
 
 
 def stored_model(schema: pa.Schema) -> tuple[str, int]:
@@ -151,6 +174,8 @@ def with_terms(data: pa.Table, row_terms: RowTerms | None) -> pa.Table:
     """`data` (rows of this schema, or of an older one without the column) with `terms` set on every row that has
     none, from its content and kind (without `row_terms` those rows keep none); its schema's metadata, when it has
     any, marks whether rows without terms remain (`TERMS_PENDING_KEY`)."""
+    import pyarrow as pa
+
     if TERMS_COLUMN not in data.column_names:
         data = data.append_column(pa.field(TERMS_COLUMN, pa.string()), pa.nulls(data.num_rows, pa.string()))
     column = data.column(TERMS_COLUMN)

@@ -64,3 +64,17 @@ async def test_starts_and_lists_tools_without_a_loadable_model(store, tmp_path, 
 
     stderr = stderr_path.read_text(errors="replace")
     assert "Traceback" not in stderr, stderr
+
+
+def test_the_server_module_imports_no_heavy_library() -> None:
+    """What `serve` imports before it can answer `initialize`: the model's runtime, the store's libraries and
+    NumPy load later, in the background warm-up or at the first call that needs them (a fresh interpreter: this
+    process imported them long ago)."""
+    import json
+    import subprocess
+
+    heavy = ["lancedb", "lance", "pyarrow", "numpy", "onnxruntime", "tokenizers", "fastembed", "litellm"]
+    code = f"import json, sys, chronomem.server.app; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
