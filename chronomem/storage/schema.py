@@ -24,6 +24,7 @@ storage/migrate.py brings a store of version 1, 2 or 3 forward.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where a schema is built: a starting server answers `initialize` before needing Arrow
@@ -117,6 +118,7 @@ def _schema(fields: tuple[tuple[str, str, bool], ...], metadata: dict[bytes, byt
     )
 
 
+@lru_cache(maxsize=8)  # every write asks for it; an Arrow schema is immutable, so one object serves them all
 def memories_schema(dim: int, embed_model: str) -> pa.Schema:
     """The table layout of DESIGN.md, with the schema version and model in its metadata."""
     return _schema(
@@ -124,6 +126,7 @@ def memories_schema(dim: int, embed_model: str) -> pa.Schema:
     )
 
 
+@lru_cache(maxsize=1)
 def usage_schema() -> pa.Schema:
     """The `usage` side table: one row per change, the latest per `id` is the state (records.Usage)."""
     return _schema(USAGE_FIELDS, {SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()})
