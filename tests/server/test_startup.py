@@ -5,6 +5,8 @@ No timing is asserted; the read timeout only turns a hang into a failure."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 
 import anyio
@@ -70,9 +72,6 @@ def test_the_server_module_imports_no_heavy_library() -> None:
     """What `serve` imports before it can answer `initialize`: the model's runtime, the store's libraries and
     NumPy load later, in the background warm-up or at the first call that needs them (a fresh interpreter: this
     process imported them long ago)."""
-    import json
-    import subprocess
-
     heavy = ["lancedb", "lance", "pyarrow", "numpy", "onnxruntime", "tokenizers", "fastembed", "litellm"]
     code = f"import json, sys, chronomem.server.app; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
