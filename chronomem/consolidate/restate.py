@@ -149,9 +149,10 @@ def restatements(note: str, slots: Sequence[SlotView], project: str) -> list[Res
     (`value_in_place`), else in a sentence that names the slot's thing."""
     out: list[Restatement] = []
     in_place: dict[tuple[str, str], str] = {}
+    # a question in the stating note's words ("- Tool: `uv run --frozen pyright`?") asks whether it changed
+    asked = asks(note)
     for slot in slots:
-        # a question in the stating note's words ("- Tool: `uv run --frozen pyright`?") asks whether it changed
-        value = value_in_place(slot.stated_in, note, slot.value) if slot.stated_in and not asks(note) else None
+        value = value_in_place(slot.stated_in, note, slot.value) if slot.stated_in and not asked else None
         if value is not None:  # the place gives the value its shape: free text too ("- Tool: `uv run pyright`")
             in_place[slot.key] = value
             out.append(Restatement(slot.key, value, False))

@@ -595,4 +595,4 @@ def save_moved() -> None:
         try:
             keeper.tick(exiting=True)
         except Exception:
-            log.debug("snapshot at exit failed", exc_info=True)
+            log.debug("snapshot save failed", exc_info=True)
