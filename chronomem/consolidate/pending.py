@@ -13,7 +13,7 @@ from datetime import datetime
 from chronomem.consolidate.resolve import MULTI_VALUED_PREDICATES
 from chronomem.consolidate.slots import slot_phrase
 from chronomem.consolidate.watermark import StageMark
-from chronomem.records import MemoryRecord, fact_sentence, new_id, normalize_object, normalize_predicate, normalize_subject
+from chronomem.records import MemoryRecord, differs_only_in_values, fact_sentence, new_id, normalize_object, normalize_predicate, normalize_subject
 from chronomem.search.engine import text_search, vector_search
 from chronomem.storage import Filter, MemoryStore
 
@@ -117,6 +117,23 @@ def live_facts_near(
             rows[row.id] = row
             score[row.id] = score.get(row.id, 0.0) + 1.0 / (60 + rank)
     return [rows[i] for i in sorted(score, key=lambda i: (-score[i], i))][:limit]
+
+
+def facts_of_edited_notes(
+    store: MemoryStore, project: str, text: str, *, at: datetime, now: datetime, limit: int = 10
+) -> list[MemoryRecord]:
+    """Facts valid at `at` derived from the notes of `project` that say `text`'s words around other values
+    (`differs_only_in_values`: "* Use `mage check` when you're done." for "* Use `./check.sh` when you're done.").
+
+    Found by the words the two notes share (a full-text search of the notes), not by the facts' meaning: a fact
+    names its slot in its writer's words ("final verification command"), which an edited line need not share."""
+    if not text.strip():
+        return []
+    notes = Filter().projects([project]).kinds(["chunk"]).live(at, now)
+    edited = [r.id for r, _ in text_search(store, text, notes, limit) if differs_only_in_values(r.content, text)]
+    if not edited:
+        return []
+    return store.find(Filter().projects([project]).kinds(["fact"]).live(at, now).derived_from(edited))
 
 
 def value_matches(stated: str, stored: str) -> bool:

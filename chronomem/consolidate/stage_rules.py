@@ -25,6 +25,7 @@ from datetime import datetime
 from chronomem.consolidate.apply import resolve_and_commit
 from chronomem.consolidate.extract_rules import Extraction, extract, split_sentences
 from chronomem.consolidate.pending import (
+    facts_of_edited_notes,
     facts_with_value,
     fact_row,
     live_facts_near,
@@ -262,8 +263,9 @@ class RulesStage:
 
     def _restating_candidates(self, store: MemoryStore, chunks: list[MemoryRecord]) -> dict[str, dict[tuple[str, str], SlotClue]]:
         """For each chunk the rules read nothing in: the live state slots near it that it reads like and whose thing
-        it names, or whose stating note's words it says around another value (`restate`), each with its clue. Only
-        slots whose value someone stated (the agent, an import, a restatement): their names are the caller's own,
+        it names, or whose stating note's words it says around another value (`restate`; that note found by a
+        full-text search of the notes, `facts_of_edited_notes`, whatever the slot's names read like), each with its
+        clue. Only slots whose value someone stated (the agent, an import, a restatement): their names are the caller's own,
         while the rules already read their own patterns' changes (on text alone, restating the rules' slots moved
         the generated splits by ±1 answer and cost macro hit@1: dev 0.696 → 0.688, devmem_validation 0.623 → 0.619).
 
@@ -285,8 +287,10 @@ class RulesStage:
             own = display_name(chunk.project)
             if vector is None or about_other_project(chunk.content, [own], [n for n in names.values() if n != own]):
                 continue
+            found = live_facts_near(store, chunk.project, vector, chunk.content, at=chunk.valid_at, now=now)
+            found += facts_of_edited_notes(store, chunk.project, chunk.content, at=chunk.valid_at, now=now)
             near[chunk.id] = [
-                f for f in live_facts_near(store, chunk.project, vector, chunk.content, at=chunk.valid_at, now=now)
+                f for f in {f.id: f for f in found}.values()
                 if _before(f, chunk) and f.source in STATED_SOURCES and f.predicate not in MULTI_VALUED_PREDICATES
                 and not is_event(f)
             ]
@@ -302,13 +306,15 @@ class RulesStage:
                 key = (f.subject or "", f.predicate or "")
                 if fact is None or fact.vector is None or key in out.get(chunk.id, {}):
                     continue
-                if cosine(vectors[chunk.id], fact.vector) < RESTATES_FACT:
-                    continue
                 stated_in = notes.get(fact.source_ids[0], "") if fact.source_ids else ""
+                # the stating note's words around another value: how that note named the thing, whatever the fact's
+                # own words read like ("final verification command" for "* Use `mage check` when you're done.")
+                in_place = differs_only_in_values(stated_in, chunk.content)
+                if not in_place and cosine(vectors[chunk.id], fact.vector) < RESTATES_FACT:
+                    continue
                 words = thing_words(key[0], key[1], own, stated_in)
                 # a value of free text has no shape to find in prose, only its place in the stating note's words
                 shapeless = value_kind(fact.object or "") in SHAPELESS_KINDS
-                in_place = differs_only_in_values(stated_in, chunk.content)
                 if in_place or (not shapeless and mentions_slot(chunk.content, words)):
                     out.setdefault(chunk.id, {})[key] = SlotClue(tuple(words), stated_in)
         return out

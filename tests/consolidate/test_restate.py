@@ -171,3 +171,22 @@ def test_a_line_edited_in_place_carries_the_agents_slot_to_its_new_value(svc: Me
 
 def test_a_line_edited_in_place_into_a_question_changes_nothing(svc: MemoryService, clock) -> None:
     assert _typecheck_line_then(svc, clock, "- Tool: `uv run --frozen pyright`?") == [("uv run pyright", "current", "agent")]
+
+
+def test_a_line_edited_in_place_restates_a_slot_whose_fact_reads_unlike_it(svc: MemoryService, clock) -> None:
+    """The agent named the slot in its own words ("final verification command"), which read unlike the line
+    (cosine ~0.43) and share none of its words; among the project's other facts a search by the fact's meaning
+    does not reach it. The stating note, found by the words the two lines share, ties the edited line to it."""
+    for n, tool in enumerate(("ruff", "mypy", "pytest", "tox", "nox", "black", "isort", "flake8", "pyright", "uv",
+                              "pnpm", "bun", "deno", "cargo", "go", "make", "just", "bazel", "gradle", "maven")):
+        note(svc, clock, f"* Run `{tool} check --all` when you're done with {tool} things.", "2024-01-05",
+             project="hugo", facts=[{"subject": tool, "predicate": "done check", "object": f"{tool} check --all"}])
+    note(svc, clock, "* Use `mage check` when you're done.", "2024-01-10", project="hugo",
+         facts=[{"subject": "hugo", "predicate": "final verification command", "object": "mage check"}])
+    note(svc, clock, "* Use `./check.sh` when you're done.", "2024-05-01", project="hugo")
+    clock.advance(minutes=1)
+    Consolidator(svc, llm=None).run_to_completion()
+    chain = history(svc, subject="hugo", predicate="final verification command", project="hugo")
+    assert [(e.object, e.status, e.source) for e in chain.entries] == [
+        ("mage check", "ended", "agent"), ("./check.sh", "current", "structure")
+    ]
